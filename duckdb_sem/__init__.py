@@ -1,0 +1,1 @@
+"""duckdb-sem: semantic SQL for DuckDB."""

@@ -1,0 +1,100 @@
+"""Backends are chosen by a spec string: ``KIND:TARGET?key=value&...``.
+
+========  =====================================================  ==============================
+kind      example                                                what
+========  =====================================================  ==============================
+llama     ``llama:`` or ``llama:/path/model.gguf?threads=2``     embedded llama.cpp (default)
+test      ``test:?yes_if=good&latency_ms=0``                     deterministic rules, for tests
+========  =====================================================  ==============================
+
+Other kinds (``openai:``, ``vllm:``, ``sim:``) register themselves in ``_FACTORIES`` from their
+own modules; the registry imports a backend's module only when its kind is asked for.
+"""
+
+from __future__ import annotations
+
+import importlib
+from dataclasses import dataclass
+from urllib.parse import parse_qsl
+
+from duckdb_sem.backends.base import Backend
+from duckdb_sem.errors import ConfigError
+
+__all__ = ["BackendSpec", "create_backend", "known_kinds", "parse_spec"]
+
+# kind -> "module:factory"; the factory takes a BackendSpec and returns a Backend.
+_FACTORIES: dict[str, str] = {
+    "llama": "duckdb_sem.backends.llama:from_spec",
+    "test": "duckdb_sem.backends.rules:from_spec",
+    "openai": "duckdb_sem.backends.openai:from_spec",
+    "vllm": "duckdb_sem.backends.vllm:from_spec",
+    "sim": "duckdb_sem.backends.sim:from_spec",
+}
+
+
+@dataclass(frozen=True, slots=True)
+class BackendSpec:
+    raw: str
+    kind: str
+    target: str
+    options: tuple[tuple[str, str], ...]
+
+    def option(self, key: str, default: str | None = None) -> str | None:
+        for k, v in self.options:
+            if k == key:
+                return v
+        return default
+
+    def int_option(self, key: str, default: int) -> int:
+        value = self.option(key)
+        if value is None:
+            return default
+        try:
+            return int(value)
+        except ValueError:
+            raise ConfigError(f"backend {self.raw!r}: option {key}={value!r} must be an integer") from None
+
+    def float_option(self, key: str, default: float) -> float:
+        value = self.option(key)
+        if value is None:
+            return default
+        try:
+            return float(value)
+        except ValueError:
+            raise ConfigError(f"backend {self.raw!r}: option {key}={value!r} must be a number") from None
+
+
+def known_kinds() -> tuple[str, ...]:
+    return tuple(_FACTORIES)
+
+
+def parse_spec(spec: str) -> BackendSpec:
+    """Split ``KIND:TARGET?k=v`` into its parts; the kind must be known."""
+    raw = spec.strip()
+    kind, sep, rest = raw.partition(":")
+    if not sep or kind not in _FACTORIES:
+        raise ConfigError(
+            f"unknown backend {spec!r}; use KIND:TARGET with KIND one of "
+            f"{', '.join(_FACTORIES)} (for example 'llama:' for the embedded model)"
+        )
+    # openai targets are URLs and carry their own '?': the last '?' starts our options.
+    target, _, query = rest.rpartition("?") if "?" in rest else (rest, "", "")
+    options = tuple(parse_qsl(query, keep_blank_values=True))
+    return BackendSpec(raw=raw, kind=kind, target=target, options=options)
+
+
+def create_backend(spec: str | Backend) -> Backend:
+    """Build a backend from its spec string (a ready ``Backend`` is returned as is)."""
+    if isinstance(spec, Backend):
+        return spec
+    parsed = parse_spec(spec)
+    module_name, _, attr = _FACTORIES[parsed.kind].partition(":")
+    try:
+        module = importlib.import_module(module_name)
+    except ModuleNotFoundError as err:
+        raise ConfigError(
+            f"backend kind {parsed.kind!r} is not available: {err}. "
+            "Install the package it needs (see docs/backends.md)."
+        ) from err
+    backend: Backend = getattr(module, attr)(parsed)
+    return backend

@@ -1,0 +1,106 @@
+"""The one error tree of duckdb-sem.
+
+Every error the package raises on purpose derives from :class:`SemError`, and every message says
+what was wrong and how to fix it. SQLSTATE codes are attached here once and used only at the
+Postgres boundary (the wire server).
+
+::
+
+    SemError
+    ├── ConfigError                 bad setting, environment variable or backend spec
+    ├── BindError                   semantic SQL that cannot run (before any LLM call)
+    │   ├── TemplateError           empty template, unbalanced braces, bad placeholder
+    │   ├── UnknownColumnError      {col} names no column in scope
+    │   ├── AmbiguousColumnError    {col} matches columns of several tables
+    │   └── OutputTypeError         sem_map type string that is not supported
+    ├── PlanError                   the optimizer cannot plan this query shape
+    ├── BackendError                an LLM backend failed
+    │   ├── BackendUnavailableError cannot reach or load the backend
+    │   ├── BackendTimeoutError     the backend did not answer in time
+    │   └── ModelOutputError        output could not be parsed after all retries
+    ├── SchedulerError              the scheduler (in process or sidecar) failed
+    │   └── SidecarError            cannot reach the sidecar, or it died mid-query
+    └── QueryCancelledError         the query was cancelled (interrupt, Ctrl-C, wire cancel)
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "AmbiguousColumnError",
+    "BackendError",
+    "BackendTimeoutError",
+    "BackendUnavailableError",
+    "BindError",
+    "ConfigError",
+    "ModelOutputError",
+    "OutputTypeError",
+    "PlanError",
+    "QueryCancelledError",
+    "SchedulerError",
+    "SemError",
+    "SidecarError",
+    "TemplateError",
+    "UnknownColumnError",
+]
+
+
+class SemError(Exception):
+    """Base of every error duckdb-sem raises on purpose."""
+
+    sqlstate: str = "XX000"  # internal_error
+
+
+class ConfigError(SemError):
+    sqlstate = "22023"  # invalid_parameter_value
+
+
+class BindError(SemError):
+    sqlstate = "42000"  # syntax_error_or_access_rule_violation
+
+
+class TemplateError(BindError):
+    sqlstate = "42601"  # syntax_error
+
+
+class UnknownColumnError(BindError):
+    sqlstate = "42703"  # undefined_column
+
+
+class AmbiguousColumnError(BindError):
+    sqlstate = "42702"  # ambiguous_column
+
+
+class OutputTypeError(BindError):
+    sqlstate = "42704"  # undefined_object
+
+
+class PlanError(SemError):
+    sqlstate = "0A000"  # feature_not_supported
+
+
+class BackendError(SemError):
+    sqlstate = "58000"  # system_error
+
+
+class BackendUnavailableError(BackendError):
+    sqlstate = "08001"  # sqlclient_unable_to_establish_sqlconnection
+
+
+class BackendTimeoutError(BackendError):
+    sqlstate = "57014"  # query_canceled (statement timeout)
+
+
+class ModelOutputError(BackendError):
+    sqlstate = "22000"  # data_exception
+
+
+class SchedulerError(SemError):
+    sqlstate = "58000"
+
+
+class SidecarError(SchedulerError):
+    sqlstate = "08006"  # connection_failure
+
+
+class QueryCancelledError(SemError):
+    sqlstate = "57014"  # query_canceled
