@@ -1,0 +1,1 @@
+"""The ``duckdb-sem`` command line (the only place that configures logging and renders progress)."""

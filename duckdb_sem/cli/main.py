@@ -1,0 +1,55 @@
+"""``duckdb-sem``: the command group. Each subcommand lives in its own module under ``cli/``.
+
+Subcommands are listed in ``_COMMANDS`` as ``name -> "module:attribute"`` and imported only when
+used, so ``duckdb-sem --help`` stays fast and a heavy optional dependency of one command never
+breaks the others.
+"""
+
+from __future__ import annotations
+
+import importlib
+import logging
+
+import click
+
+__all__ = ["cli", "main"]
+
+_COMMANDS: dict[str, str] = {
+    "query": "duckdb_sem.cli.query:query",
+    "demo": "duckdb_sem.cli.demo:demo",
+    "sim-server": "duckdb_sem.cli.sim_server:sim_server",
+    "serve": "duckdb_sem.cli.serve:serve",
+    "top": "duckdb_sem.cli.top:top",
+    "pgwire": "duckdb_sem.cli.pgwire:pgwire",
+}
+
+
+class _LazyGroup(click.Group):
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted(_COMMANDS)
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        target = _COMMANDS.get(cmd_name)
+        if target is None:
+            return None
+        module_name, _, attr = target.partition(":")
+        try:
+            module = importlib.import_module(module_name)
+        except ModuleNotFoundError as err:
+            if err.name != module_name:
+                raise
+            return None  # command not built yet in this version
+        command: click.Command = getattr(module, attr)
+        return command
+
+
+@click.group(cls=_LazyGroup)
+@click.option("-v", "--verbose", count=True, help="Log more (-v info, -vv debug) to stderr.")
+def cli(verbose: int) -> None:
+    """Semantic SQL for DuckDB: sem_filter, sem_map, sem_join and sem_agg backed by LLMs."""
+    level = logging.WARNING - 10 * min(verbose, 2)
+    logging.basicConfig(level=level, format="%(levelname)s %(name)s: %(message)s")
+
+
+def main() -> None:
+    cli(prog_name="duckdb-sem")
