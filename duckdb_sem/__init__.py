@@ -1,1 +1,126 @@
-"""duckdb-sem: semantic SQL for DuckDB."""
+"""duckdb-sem: semantic SQL for DuckDB.
+
+Two ways in:
+
+- ``duckdb_sem.connect()``: a connection that binds ``{column}`` templates and plans semantic
+  queries; used like a ``duckdb`` connection.
+- ``duckdb_sem.install(con)``: the ``sem_*`` functions in any existing DuckDB connection, in the
+  explicit form ``sem_filter('... {0} ...', col)``.
+
+Both send every LLM call through one scheduler per process (or the sidecar), with a persistent
+cache.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import duckdb
+
+from duckdb_sem.backends.base import Backend
+from duckdb_sem.config import Settings
+from duckdb_sem.connection import SemConnection, SemRelation
+from duckdb_sem.errors import (
+    AmbiguousColumnError,
+    BackendError,
+    BackendTimeoutError,
+    BackendUnavailableError,
+    BindError,
+    ConfigError,
+    ModelOutputError,
+    OutputTypeError,
+    PlanError,
+    QueryCancelledError,
+    SchedulerError,
+    SemError,
+    SidecarError,
+    TemplateError,
+    UnknownColumnError,
+)
+from duckdb_sem.runtime.context import QueryStats
+from duckdb_sem.runtime.operators import SemEngine
+from duckdb_sem.scheduler.shared import scheduler_for
+from duckdb_sem.surface.udfs import SemSession
+
+__all__ = [
+    "AmbiguousColumnError",
+    "BackendError",
+    "BackendTimeoutError",
+    "BackendUnavailableError",
+    "BindError",
+    "ConfigError",
+    "ModelOutputError",
+    "OutputTypeError",
+    "PlanError",
+    "QueryCancelledError",
+    "QueryStats",
+    "SchedulerError",
+    "SemConnection",
+    "SemError",
+    "SemRelation",
+    "SemSession",
+    "Settings",
+    "SidecarError",
+    "TemplateError",
+    "UnknownColumnError",
+    "connect",
+    "install",
+]
+
+__version__ = "0.1.0"
+
+
+def _settings(
+    backend: str | Backend | None, cache: str | None, scheduler: str | None, batch_size: int | None
+) -> Settings:
+    settings = Settings.from_env()
+    from pathlib import Path
+
+    cache_path: Path | str | None = settings.cache_path
+    if cache is not None:
+        cache_path = None if cache.lower() in {"off", "none", ""} else Path(cache).expanduser()
+    return Settings(
+        backend=backend if isinstance(backend, str) else settings.backend,
+        cache_path=cache_path if not isinstance(cache_path, str) else None,
+        scheduler_url=scheduler or settings.scheduler_url,
+        batch_size=batch_size or settings.batch_size,
+        policy=settings.policy,
+    )
+
+
+def install(
+    con: duckdb.DuckDBPyConnection,
+    *,
+    backend: str | Backend | None = None,
+    cache: str | None = None,
+    scheduler: str | None = None,
+    batch_size: int | None = None,
+) -> SemSession:
+    """Register ``sem_filter``, ``sem_map``, ``sem_join``, ``sem_agg`` (explicit form) in ``con``.
+
+    ``backend`` is a spec string (default ``DUCKDB_SEM_BACKEND`` or ``llama:``) or a Backend;
+    ``cache`` a file path or ``'off'``; ``scheduler`` a sidecar URL. Returns the session, whose
+    ``query.stats()`` holds the LLM usage since the last ``session.new_query()``.
+    """
+    settings = _settings(backend, cache, scheduler, batch_size)
+    client = scheduler_for(settings, backend if isinstance(backend, Backend) else None)
+    session = SemSession(con, SemEngine(client, batch_size=settings.batch_size))
+    session.install()
+    return session
+
+
+def connect(
+    database: str = ":memory:",
+    *,
+    backend: str | Backend | None = None,
+    cache: str | None = None,
+    scheduler: str | None = None,
+    batch_size: int | None = None,
+    read_only: bool = False,
+    config: dict[str, Any] | None = None,
+) -> SemConnection:
+    """Open a DuckDB database with semantic SQL; see :func:`install` for the options."""
+    con = duckdb.connect(database, read_only=read_only, config=config or {})
+    settings = _settings(backend, cache, scheduler, batch_size)
+    session = install(con, backend=backend, cache=cache, scheduler=scheduler, batch_size=batch_size)
+    return SemConnection(con, session, settings)

@@ -52,7 +52,9 @@ class BackendSpec:
         try:
             return int(value)
         except ValueError:
-            raise ConfigError(f"backend {self.raw!r}: option {key}={value!r} must be an integer") from None
+            raise ConfigError(
+                f"backend {self.raw!r}: option {key}={value!r} must be an integer"
+            ) from None
 
     def float_option(self, key: str, default: float) -> float:
         value = self.option(key)
@@ -61,7 +63,9 @@ class BackendSpec:
         try:
             return float(value)
         except ValueError:
-            raise ConfigError(f"backend {self.raw!r}: option {key}={value!r} must be a number") from None
+            raise ConfigError(
+                f"backend {self.raw!r}: option {key}={value!r} must be a number"
+            ) from None
 
 
 def known_kinds() -> tuple[str, ...]:

@@ -80,7 +80,7 @@ class RuleBackend(Backend):
     def _generate(self, spec: TypeSpec, row: str) -> Any:
         words = row.split()
         if spec.kind == "list":
-            (_, child), = spec.children
+            ((_, child),) = spec.children
             return [self._generate(child, w) for w in words[:3]]
         if spec.kind == "struct":
             return {name: self._generate(child, row) for name, child in spec.children}

@@ -25,9 +25,17 @@ from duckdb_sem.errors import OutputTypeError
 
 __all__ = ["SUPPORTED_TYPES", "OutputParseError", "TypeSpec", "parse_type"]
 
-SUPPORTED_TYPES = ("VARCHAR", "INTEGER", "BIGINT", "DOUBLE", "BOOLEAN", "T[]", "STRUCT(name T, ...)")
+SUPPORTED_TYPES = (
+    "VARCHAR",
+    "INTEGER",
+    "BIGINT",
+    "DOUBLE",
+    "BOOLEAN",
+    "T[]",
+    "STRUCT(name T, ...)",
+)
 
-_SCALARS: dict[exp.DataType.Type, tuple[str, pa.DataType]] = {
+_SCALARS: dict[object, tuple[str, pa.DataType]] = {
     exp.DataType.Type.VARCHAR: ("VARCHAR", pa.string()),
     exp.DataType.Type.TEXT: ("VARCHAR", pa.string()),
     exp.DataType.Type.INT: ("INTEGER", pa.int32()),
@@ -70,7 +78,7 @@ class TypeSpec:
                 "BOOLEAN": "Answer with yes or no only.",
             }[self.sql]
         if self.kind == "list":
-            return "Answer with a JSON array only, for example [\"a\", \"b\"]."
+            return 'Answer with a JSON array only, for example ["a", "b"].'
         fields = ", ".join(f'"{name}": <{child.sql}>' for name, child in self.children)
         return "Answer with a JSON object only: {" + fields + "}."
 
@@ -92,7 +100,7 @@ class TypeSpec:
         if self.kind == "list":
             if not isinstance(data, list):
                 raise OutputParseError(f"expected a JSON array, got {type(data).__name__}")
-            (_, child), = self.children
+            ((_, child),) = self.children
             return [child.coerce(item) for item in data]
         if not isinstance(data, dict):
             raise OutputParseError(f"expected a JSON object, got {type(data).__name__}")
@@ -108,8 +116,7 @@ def parse_type(type_sql: str) -> TypeSpec:
         node = exp.DataType.build(type_sql, dialect="duckdb")
     except (sqlglot.errors.ParseError, ValueError) as err:
         raise OutputTypeError(
-            f"cannot parse output type {type_sql!r}: {err}; "
-            f"use one of {', '.join(SUPPORTED_TYPES)}"
+            f"cannot parse output type {type_sql!r}: {err}; use one of {', '.join(SUPPORTED_TYPES)}"
         ) from None
     return _from_node(node, type_sql)
 
@@ -124,7 +131,9 @@ def _from_node(node: exp.DataType, original: str) -> TypeSpec:
     if node.this == exp.DataType.Type.STRUCT and node.expressions:
         children: list[tuple[str, TypeSpec]] = []
         for col in node.expressions:
-            if not isinstance(col, exp.ColumnDef) or not isinstance(col.args.get("kind"), exp.DataType):
+            if not isinstance(col, exp.ColumnDef) or not isinstance(
+                col.args.get("kind"), exp.DataType
+            ):
                 raise OutputTypeError(f"STRUCT fields need a name and a type in {original!r}")
             children.append((col.name, _from_node(col.args["kind"], original)))
         names = [name for name, _ in children]

@@ -1,0 +1,93 @@
+"""The persistent LLM-call cache: signature -> completion, in one SQLite file.
+
+Keys are request signatures (:meth:`LLMRequest.signature`), which hash everything that
+determines the answer: backend and model, decoding parameters, output type, operator, prompt
+prefix and rendered row. SQLite in WAL mode makes writes atomic and crash-safe (a killed
+process leaves either the old or the new row, never a torn one) and lets several processes share
+the file. Failed completions (``error`` set) are not cached, so a rerun retries them.
+"""
+
+from __future__ import annotations
+
+import logging
+import sqlite3
+import threading
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+
+from duckdb_sem.errors import ConfigError
+from duckdb_sem.llm.request import Completion
+
+__all__ = ["LLMCache"]
+
+log = logging.getLogger(__name__)
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS completions (
+    signature TEXT PRIMARY KEY,
+    completion TEXT NOT NULL,
+    created REAL NOT NULL DEFAULT (unixepoch('subsec'))
+)
+"""
+
+
+class LLMCache:
+    """Thread-safe; one connection per cache object, serialized by a lock."""
+
+    def __init__(self, path: Path | str) -> None:
+        self.path = Path(path)
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            self._db = sqlite3.connect(str(self.path), check_same_thread=False, timeout=30.0)
+            self._db.execute("PRAGMA journal_mode=WAL")
+            self._db.execute("PRAGMA synchronous=NORMAL")
+            self._db.execute(_SCHEMA)
+            self._db.commit()
+        except (OSError, sqlite3.Error) as err:
+            raise ConfigError(
+                f"cannot open the LLM cache at {self.path}: {err}; set DUCKDB_SEM_CACHE to a "
+                "writable file, or to 'off' to disable caching"
+            ) from None
+        self._lock = threading.Lock()
+
+    def get_many(self, signatures: Iterable[str]) -> dict[str, Completion]:
+        keys = list(dict.fromkeys(signatures))
+        found: dict[str, Completion] = {}
+        with self._lock:
+            for start in range(0, len(keys), 500):
+                chunk = keys[start : start + 500]
+                marks = ",".join("?" * len(chunk))
+                rows = self._db.execute(
+                    f"SELECT signature, completion FROM completions WHERE signature IN ({marks})",
+                    chunk,
+                ).fetchall()
+                for signature, data in rows:
+                    try:
+                        found[signature] = Completion.from_json(data)
+                    except (ValueError, KeyError):
+                        log.warning("ignoring unreadable cache entry %s", signature[:12])
+        return found
+
+    def put_many(self, items: Mapping[str, Completion]) -> None:
+        rows = [(sig, c.to_json()) for sig, c in items.items() if c.error is None]
+        if not rows:
+            return
+        with self._lock:
+            self._db.executemany(
+                "INSERT OR REPLACE INTO completions (signature, completion) VALUES (?, ?)", rows
+            )
+            self._db.commit()
+
+    def __len__(self) -> int:
+        with self._lock:
+            (count,) = self._db.execute("SELECT count(*) FROM completions").fetchone()
+        return int(count)
+
+    def clear(self) -> None:
+        with self._lock:
+            self._db.execute("DELETE FROM completions")
+            self._db.commit()
+
+    def close(self) -> None:
+        with self._lock:
+            self._db.close()

@@ -1,0 +1,192 @@
+"""``SemConnection``: a DuckDB connection that understands semantic SQL.
+
+It is used like ``duckdb.DuckDBPyConnection`` (``sql``, ``execute``, ``fetchall``, ``arrow``,
+``df``; anything else is passed through), and adds ``stats()``, ``explain_semantic()`` and an
+``interrupt()`` that also stops the query's queued LLM work. Before DuckDB sees a statement with
+a semantic call, ``{column}`` templates are bound (errors here cost no LLM call); DuckDB then runs
+it, calling the ``sem_*`` UDFs batch by batch.
+"""
+
+from __future__ import annotations
+
+import importlib
+import re
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import duckdb
+
+from duckdb_sem.config import Settings
+from duckdb_sem.errors import QueryCancelledError
+from duckdb_sem.runtime.context import Progress, QueryStats
+from duckdb_sem.surface.bind import BoundQuery, bind_sql
+from duckdb_sem.surface.udfs import SemSession
+
+__all__ = ["SemConnection", "SemRelation"]
+
+_EXPLAIN = re.compile(r"^\s*EXPLAIN\s+(ANALYZE\s+)?SEMANTIC\s+", re.IGNORECASE)
+
+
+class SemRelation:
+    """A DuckDB relation whose fetches translate UDF failures back into duckdb-sem errors."""
+
+    def __init__(self, relation: duckdb.DuckDBPyRelation, owner: SemConnection) -> None:
+        self._rel = relation
+        self._owner = owner
+
+    def __getattr__(self, name: str) -> Any:
+        attr = getattr(self._rel, name)
+        if name in {
+            "fetchall",
+            "fetchone",
+            "fetchmany",
+            "arrow",
+            "df",
+            "fetchdf",
+            "pl",
+            "fetchnumpy",
+            "fetch_arrow_table",
+            "to_arrow_table",
+            "to_arrow_reader",
+            "show",
+            "execute",
+            "write_csv",
+            "write_parquet",
+            "to_df",
+            "create",
+            "insert",
+        }:
+            return self._owner._translating(attr)
+        return attr
+
+    def __repr__(self) -> str:
+        return repr(self._rel)
+
+
+class SemConnection:
+    def __init__(
+        self, con: duckdb.DuckDBPyConnection, session: SemSession, settings: Settings
+    ) -> None:
+        self._con = con
+        self.session = session
+        self.settings = settings
+        self.on_progress: Callable[[Progress], None] | None = None
+
+    # -- DuckDB-compatible surface --------------------------------------------------------
+    def sql(self, query: str, *, params: Sequence[Any] | None = None) -> SemRelation:
+        """Like ``DuckDBPyConnection.sql``: a lazy relation; LLM work happens when fetched."""
+        explained = self._maybe_explain(query)
+        if explained is not None:
+            return SemRelation(self._con.sql("SELECT unnest($1) AS plan", params=[explained]), self)
+        bound = self._prepare(query)
+        rel = self._translating(self._con.sql)(bound.sql, params=params)
+        return SemRelation(rel, self)
+
+    def execute(self, query: str, parameters: Sequence[Any] | None = None) -> SemConnection:
+        explained = self._maybe_explain(query)
+        if explained is not None:
+            self._con.execute("SELECT unnest($1) AS plan", [explained])
+            return self
+        bound = self._prepare(query)
+        self._translating(self._con.execute)(bound.sql, parameters)
+        return self
+
+    def fetchall(self) -> list[tuple[Any, ...]]:
+        rows: list[tuple[Any, ...]] = self._translating(self._con.fetchall)()
+        return rows
+
+    def fetchone(self) -> tuple[Any, ...] | None:
+        row: tuple[Any, ...] | None = self._translating(self._con.fetchone)()
+        return row
+
+    def fetchmany(self, size: int = 1) -> list[tuple[Any, ...]]:
+        rows: list[tuple[Any, ...]] = self._translating(self._con.fetchmany)(size)
+        return rows
+
+    def arrow(self) -> Any:
+        """The pending result as a ``pyarrow.Table``."""
+        return self._translating(self._con.to_arrow_table)()
+
+    def to_arrow_table(self) -> Any:
+        return self.arrow()
+
+    def to_arrow_reader(self, batch_size: int = 1_000_000) -> Any:
+        return self._translating(self._con.to_arrow_reader)(batch_size)
+
+    def df(self) -> Any:
+        return self._translating(self._con.df)()
+
+    fetchdf = df
+
+    @property
+    def description(self) -> Any:
+        return self._con.description
+
+    @property
+    def duckdb(self) -> duckdb.DuckDBPyConnection:
+        """The underlying DuckDB connection (semantic functions installed, no SQL rewriting)."""
+        return self._con
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._con, name)
+
+    # -- duckdb-sem additions ---------------------------------------------------------------
+    def stats(self) -> QueryStats:
+        """LLM usage of the last query: virtual and physical calls and tokens, cache hits."""
+        return self.session.query.stats()
+
+    def explain_semantic(self, query: str, *, analyze: bool = False) -> str:
+        # Imported lazily: plain queries never load the optimizer.
+        optimizer = importlib.import_module("duckdb_sem.optimizer")
+        text: str = optimizer.explain_semantic(self, query, analyze=analyze)
+        return text
+
+    def interrupt(self) -> None:
+        """Cancel the running query: its queued LLM work is dropped, DuckDB is interrupted."""
+        self.session.query.cancelled.set()
+        self.session.engine.client.cancel(self.session.query.query_id)
+        self._con.interrupt()
+
+    def close(self) -> None:
+        self._con.close()
+
+    def __enter__(self) -> SemConnection:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # -- internals ------------------------------------------------------------------------------
+    def _describe(self, sql: str) -> list[str]:
+        return [d[0] for d in self._con.execute(sql).description or []]
+
+    def _prepare(self, query: str) -> BoundQuery:
+        bound = bind_sql(query, self._describe)
+        for spec in bound.typed_maps:
+            self.session.ensure_typed_map(spec)
+        self.session.new_query(on_progress=self.on_progress)
+        return bound
+
+    def _maybe_explain(self, query: str) -> list[str] | None:
+        match = _EXPLAIN.match(query)
+        if match is None:
+            return None
+        text = self.explain_semantic(query[match.end() :], analyze=bool(match.group(1)))
+        return text.splitlines()
+
+    def _translating(self, fn: Callable[..., Any]) -> Callable[..., Any]:
+        def call(*args: Any, **kwargs: Any) -> Any:
+            try:
+                return fn(*args, **kwargs)
+            except duckdb.Error as err:
+                cause = self.session.last_error
+                if cause is not None:
+                    self.session.last_error = None
+                    raise cause from err
+                if self.session.query.cancelled.is_set():
+                    raise QueryCancelledError(
+                        f"query {self.session.query.query_id} was cancelled"
+                    ) from err
+                raise
+
+        return call

@@ -1,0 +1,88 @@
+"""Per-query state: identity, cancellation, counters and progress events.
+
+Counters come in two kinds (as in LOTUS): *virtual* usage counts every LLM request a query
+asked for, as if nothing were cached or shared; *physical* usage counts what the backend actually
+ran for it. The difference is what the cache, in-query deduplication and cross-query fusion saved.
+"""
+
+from __future__ import annotations
+
+import itertools
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field, fields
+
+__all__ = ["Progress", "QueryContext", "QueryStats"]
+
+_query_ids = itertools.count(1)
+
+
+@dataclass(frozen=True, slots=True)
+class QueryStats:
+    """A snapshot of one query's LLM usage (``con.stats()``)."""
+
+    query_id: str = ""
+    llm_calls: int = 0  # virtual: requests asked for, as if nothing were cached
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    physical_calls: int = 0  # requests the backend ran for this query
+    physical_prompt_tokens: int = 0
+    physical_completion_tokens: int = 0
+    cache_hits: int = 0  # answered from the persistent cache
+    fused: int = 0  # shared with an identical request of another query in flight
+    deduplicated: int = 0  # identical requests within this query, asked once
+    null_outputs: int = 0  # unparseable after retries, returned as NULL (a warning each)
+    seus: int = 0
+    rows: int = 0  # rows that went through semantic operators
+    llm_wait_seconds: float = 0.0
+
+    def as_dict(self) -> dict[str, float | int | str]:
+        return {f.name: getattr(self, f.name) for f in fields(self)}
+
+
+@dataclass(frozen=True, slots=True)
+class Progress:
+    """Emitted after each SEU: what a progress bar or ``duckdb-sem top`` shows."""
+
+    query_id: str
+    operator: str
+    rows_done: int
+    rows_total: int
+    seus: int
+
+
+@dataclass(eq=False)
+class QueryContext:
+    """Mutable, thread-safe (DuckDB may call UDFs from several threads)."""
+
+    query_id: str = field(
+        default_factory=lambda: f"q{next(_query_ids)}-{int(time.time() * 1000) % 10**8}"
+    )
+    connection: str = ""
+    on_progress: Callable[[Progress], None] | None = None
+    cancelled: threading.Event = field(default_factory=threading.Event)
+    _counts: dict[str, float] = field(default_factory=dict)
+    _lock: threading.Lock = field(default_factory=threading.Lock)
+    # In-query memo: identical requests run once per query even without a persistent cache.
+    memo: dict[str, object] = field(default_factory=dict)
+
+    def add(self, **deltas: float) -> None:
+        with self._lock:
+            for key, value in deltas.items():
+                self._counts[key] = self._counts.get(key, 0) + value
+
+    def stats(self) -> QueryStats:
+        with self._lock:
+            counts = dict(self._counts)
+        kwargs: dict[str, object] = {"query_id": self.query_id}
+        for f in fields(QueryStats):
+            if f.name in counts:
+                kwargs[f.name] = (
+                    float(counts[f.name]) if f.name == "llm_wait_seconds" else int(counts[f.name])
+                )
+        return QueryStats(**kwargs)  # type: ignore[arg-type]
+
+    def emit(self, progress: Progress) -> None:
+        if self.on_progress is not None:
+            self.on_progress(progress)

@@ -1,0 +1,239 @@
+"""``SemEngine``: runs one semantic operator over Arrow arrays, as a sequence of SEUs.
+
+Every LLM call of duckdb-sem goes through :meth:`SemEngine.run_operator`, whether it comes from
+a DuckDB UDF batch or from the plan executor. Per call it renders the template for each row,
+skips rows with a NULL input (the answer is NULL, as for any SQL function), asks each distinct
+prompt once per query (in-query memo), cuts the rest into SEUs of ``batch_size`` requests and
+submits them one at a time to the scheduler client, so other queries can run in between.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Sequence
+from concurrent.futures import Future
+from concurrent.futures import TimeoutError as FutureTimeout
+from typing import Any
+
+import pyarrow as pa
+
+from duckdb_sem.errors import QueryCancelledError, TemplateError
+from duckdb_sem.llm.outputs import parse_type
+from duckdb_sem.llm.prompts import build_request
+from duckdb_sem.llm.request import Completion, LLMRequest, OperatorKind
+from duckdb_sem.runtime.context import Progress, QueryContext
+from duckdb_sem.scheduler.seu import SEU, SchedulerClient, Served, SEUResult
+from duckdb_sem.surface.template import Template, parse_template
+
+__all__ = ["AGG_CHUNK_CHARS", "SemEngine"]
+
+log = logging.getLogger(__name__)
+
+#: sem_agg folds its input in chunks of about this many characters (~1,000 tokens), then
+#: aggregates the partial answers the same way, so any group fits a small model's context.
+AGG_CHUNK_CHARS = 4000
+
+
+class SemEngine:
+    def __init__(self, client: SchedulerClient, *, batch_size: int = 64) -> None:
+        self.client = client
+        self.batch_size = batch_size
+
+    def run_operator(
+        self,
+        kind: OperatorKind,
+        template: str,
+        args: Sequence[pa.Array],
+        *,
+        output_type: str | None = None,
+        query: QueryContext,
+        label: str = "",
+    ) -> pa.Array:
+        """Answer ``template`` (positional fields ``{0}``…) for every row of ``args``."""
+        parsed = parse_template(template)
+        if not parsed.is_positional:
+            names = ", ".join("{" + f + "}" for f in parsed.fields if not f.isdigit())
+            raise TemplateError(
+                f"template {template!r} names columns ({names}) but this call was not bound; "
+                "use duckdb_sem.connect() (which binds {column} fields), or the explicit form "
+                "sem_filter('... {0} ...', column)"
+            )
+        if not parsed.fields:
+            raise TemplateError(f"template {template!r} names no column; put one in braces")
+        needed = max(int(f) for f in parsed.fields) + 1
+        if len(args) < needed:
+            raise TemplateError(
+                f"template {template!r} uses {{{needed - 1}}} but only {len(args)} column(s) were given"
+            )
+        label = label or f"sem_{kind.value}"
+        if kind is OperatorKind.AGG:
+            return self._aggregate(parsed, args, output_type, query, label)
+        rows = len(args[0]) if args else 0
+        columns = [a.to_pylist() for a in args]
+        requests: list[LLMRequest | None] = []
+        for i in range(rows):
+            values = [col[i] for col in columns]
+            if any(v is None for v in values):
+                requests.append(None)
+                continue
+            rendered = parsed.render([_text(v) for v in values])
+            requests.append(build_request(kind, rendered, output_type=output_type))
+        answers = self.answer(requests, query=query, label=label)
+        arrow_type = (
+            pa.bool_()
+            if kind in (OperatorKind.FILTER, OperatorKind.JOIN)
+            else parse_type(output_type or "VARCHAR").arrow
+        )
+        return pa.array([None if c is None else c.value for c in answers], type=arrow_type)
+
+    def answer(
+        self, requests: Sequence[LLMRequest | None], *, query: QueryContext, label: str
+    ) -> list[Completion | None]:
+        """Completions for ``requests`` (None stays None), via memo, SEUs and the scheduler."""
+        backend_id = self.client.backend_id
+        sigs = [None if r is None else r.signature(backend_id) for r in requests]
+        todo: dict[str, LLMRequest] = {}
+        for sig, request in zip(sigs, requests, strict=True):
+            if (
+                sig is not None
+                and request is not None
+                and sig not in query.memo
+                and sig not in todo
+            ):
+                todo[sig] = request
+        asked = sum(1 for s in sigs if s is not None)
+        query.add(rows=asked, deduplicated=asked - len(todo))
+        items = list(todo.items())
+        done = 0
+        for start in range(0, len(items), self.batch_size):
+            chunk = items[start : start + self.batch_size]
+            remaining = float(sum(len(r.row) for _, r in items[start:])) / 4.0
+            seu = SEU(
+                query.query_id, label, tuple(r for _, r in chunk), remaining, query.connection
+            )
+            result = self._wait(self.client.submit(seu), query)
+            for (sig, _), completion, how in zip(
+                chunk, result.completions, result.served, strict=True
+            ):
+                query.memo[sig] = completion
+                if how is Served.BACKEND:
+                    query.add(
+                        physical_calls=1,
+                        physical_prompt_tokens=completion.prompt_tokens,
+                        physical_completion_tokens=completion.completion_tokens,
+                    )
+                elif how is Served.CACHE:
+                    query.add(cache_hits=1)
+                else:
+                    query.add(fused=1)
+                if completion.error is not None:
+                    query.add(null_outputs=1)
+                    log.warning(
+                        "%s: NULL for unparseable model output: %s", label, completion.error
+                    )
+            done += len(chunk)
+            query.add(seus=1)
+            query.emit(Progress(query.query_id, label, done, len(items), 1))
+        out: list[Completion | None] = []
+        for sig in sigs:
+            if sig is None:
+                out.append(None)
+                continue
+            answer = query.memo[sig]
+            assert isinstance(answer, Completion)
+            query.add(
+                llm_calls=1,
+                prompt_tokens=answer.prompt_tokens,
+                completion_tokens=answer.completion_tokens,
+            )
+            out.append(answer)
+        return out
+
+    def _wait(self, future: Future[SEUResult], query: QueryContext) -> SEUResult:
+        started = time.monotonic()
+        try:
+            while True:
+                if query.cancelled.is_set():
+                    self.client.cancel(query.query_id)
+                    raise QueryCancelledError(f"query {query.query_id} was cancelled")
+                try:
+                    return future.result(timeout=0.05)
+                except FutureTimeout:
+                    continue
+        finally:
+            query.add(llm_wait_seconds=time.monotonic() - started)
+
+    def _aggregate(
+        self,
+        template: Template,
+        args: Sequence[pa.Array],
+        output_type: str | None,
+        query: QueryContext,
+        label: str,
+    ) -> pa.Array:
+        groups = [a.to_pylist() for a in args]
+        results: list[Any] = []
+        for g in range(len(args[0])):
+            columns = [[_text(v) for v in (col[g] or []) if v is not None] for col in groups]
+            if not any(columns):
+                results.append(None)
+                continue
+            results.append(self._fold(template, columns, output_type, query, label))
+        return pa.array(results, type=parse_type(output_type or "VARCHAR").arrow)
+
+    def _fold(
+        self,
+        template: Template,
+        columns: list[list[str]],
+        output_type: str | None,
+        query: QueryContext,
+        label: str,
+    ) -> Any:
+        """Aggregate records in chunks that fit the context, then the partial answers."""
+        while True:
+            chunks = _chunk_records(columns)
+            requests: list[LLMRequest | None] = [
+                build_request(
+                    OperatorKind.AGG,
+                    template.render([_numbered(col) for col in chunk]),
+                    output_type=output_type if len(chunks) == 1 else None,
+                )
+                for chunk in chunks
+            ]
+            answers = self.answer(requests, query=query, label=label)
+            if len(chunks) == 1:
+                return None if answers[0] is None else answers[0].value
+            partial = [str(a.value) for a in answers if a is not None and a.value is not None]
+            columns = [partial] + [[] for _ in columns[1:]]
+
+
+def _chunk_records(columns: list[list[str]]) -> list[list[list[str]]]:
+    """Split parallel record lists into chunks of at most ``AGG_CHUNK_CHARS`` characters."""
+    n = max(len(c) for c in columns)
+    chunks: list[list[list[str]]] = []
+    current: list[list[str]] = [[] for _ in columns]
+    size = 0
+    for i in range(n):
+        row = [col[i] if i < len(col) else "" for col in columns]
+        row_size = sum(len(v) for v in row)
+        if size and size + row_size > AGG_CHUNK_CHARS:
+            chunks.append(current)
+            current, size = [[] for _ in columns], 0
+        for j, value in enumerate(row):
+            current[j].append(value[:AGG_CHUNK_CHARS])
+        size += row_size
+    chunks.append(current)
+    return chunks
+
+
+def _numbered(values: list[str]) -> str:
+    return "\n" + "\n".join(f"{i}. {v}" for i, v in enumerate(values, 1)) + "\n"
+
+
+def _text(value: Any) -> str:
+    if isinstance(value, str):
+        return value
+    if isinstance(value, bytes):
+        return value.decode("utf-8", "replace")
+    return str(value)

@@ -1,0 +1,195 @@
+"""Bind ``{column}`` templates to columns by rewriting the SQL with sqlglot.
+
+Every semantic call with named fields becomes the explicit positional form that the UDFs
+registered by :func:`duckdb_sem.install` understand, and a typed ``sem_map`` becomes a call of
+the function registered for that type. All binding errors (unknown or ambiguous column, empty
+or malformed template, unsupported type) are raised here, before any LLM call. SQL without a
+semantic call is returned untouched.
+
+Example:
+    ``SELECT sem_map('Gist of {text}', 'VARCHAR[]') FROM reviews r WHERE sem_filter('{r.text} is positive')``
+    becomes
+    ``SELECT __sem_map_list_varchar('Gist of {0}', [r.text::VARCHAR]) FROM reviews AS r
+    WHERE sem_filter('{0} is positive', r.text)``
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+import sqlglot
+from sqlglot import exp
+
+from duckdb_sem.errors import AmbiguousColumnError, BindError, TemplateError, UnknownColumnError
+from duckdb_sem.llm.outputs import TypeSpec, parse_type
+from duckdb_sem.surface.template import Template, parse_template
+
+__all__ = ["SEM_FUNCTIONS", "BoundQuery", "bind_sql", "has_semantic_call", "typed_map_function"]
+
+SEM_FUNCTIONS = ("sem_filter", "sem_map", "sem_join", "sem_agg")
+_QUICK = re.compile(r"\bsem_(filter|map|join|agg)\s*\(", re.IGNORECASE)
+
+# Given "SELECT * FROM <source> LIMIT 0" (with the query's CTEs), return the column names.
+Describe = Callable[[str], Sequence[str]]
+
+
+@dataclass(frozen=True, slots=True)
+class BoundQuery:
+    sql: str
+    typed_maps: tuple[TypeSpec, ...]  # sem_map output types whose functions must be registered
+    semantic: bool
+
+
+def has_semantic_call(sql: str) -> bool:
+    return _QUICK.search(sql) is not None
+
+
+def typed_map_function(spec: TypeSpec) -> str:
+    """Name of the scalar function that returns ``spec`` (registered on demand)."""
+    slug = re.sub(r"[^a-z0-9]+", "_", spec.sql.lower()).strip("_")
+    return f"__sem_map_{slug}"
+
+
+def bind_sql(sql: str, describe: Describe) -> BoundQuery:
+    """Rewrite ``sql`` so every semantic call is positional; see the module docstring."""
+    if not has_semantic_call(sql):
+        return BoundQuery(sql, (), semantic=False)
+    try:
+        statements = sqlglot.parse(sql, dialect="duckdb")
+    except sqlglot.errors.ParseError as err:
+        raise BindError(f"cannot parse SQL with a semantic call: {err}") from None
+    if len(statements) != 1 or statements[0] is None:
+        raise BindError("semantic SQL must be a single statement; run statements one at a time")
+    tree = statements[0]
+    calls = [node for node in tree.find_all(exp.Anonymous) if node.name.lower() in SEM_FUNCTIONS]
+    # Innermost first, so a subquery used as a source is already bound when it is described.
+    calls.sort(key=lambda node: -node.depth)
+    typed: dict[str, TypeSpec] = {}
+    changed = False
+    for call in calls:
+        spec = _bind_call(call, tree, describe)
+        changed = changed or spec is not None or _was_named(call)
+        if spec is not None:
+            typed[spec.sql] = spec
+    out = tree.sql(dialect="duckdb", normalize_functions=False) if changed else sql
+    return BoundQuery(out, tuple(typed.values()), semantic=True)
+
+
+def _was_named(call: exp.Anonymous) -> bool:
+    return bool(call.meta.get("sem_rewritten"))
+
+
+def _bind_call(call: exp.Anonymous, root: exp.Expr, describe: Describe) -> TypeSpec | None:
+    name = call.name.lower()
+    args = list(call.expressions)
+    if not args or not isinstance(args[0], exp.Literal) or not args[0].is_string:
+        raise TemplateError(
+            f"{name} needs a prompt template as a string literal first argument, "
+            f"e.g. {name}('{{text}} is positive')"
+        )
+    template = parse_template(args[0].this)
+    rest = args[1:]
+    type_arg: str | None = None
+    if template.is_positional:
+        needed = len(template.distinct_fields())
+        if name == "sem_map" and len(rest) == needed + 1 and _is_string(rest[-1]):
+            type_arg = rest.pop().this
+        if template.fields and max(int(f) for f in template.fields) >= len(rest):
+            raise TemplateError(
+                f"{name}({args[0].this!r}) uses position {{{max(int(f) for f in template.fields)}}} "
+                f"but has {len(rest)} column argument(s); pass one column per position"
+            )
+        if not template.fields:
+            raise TemplateError(
+                f"{name}({args[0].this!r}) names no column; put one in braces, e.g. '{{text}}'"
+            )
+        columns = rest
+    else:
+        if name == "sem_map" and len(rest) == 1 and _is_string(rest[0]):
+            type_arg = rest.pop().this
+        if rest:
+            raise BindError(
+                f"{name}: a template with named fields takes no extra arguments "
+                f"(got {len(rest)}); write the columns in the template, e.g. '{{text}}'"
+            )
+        scope = _sources_of(call, root, describe)
+        columns = [_resolve(field, scope, template) for field in template.distinct_fields()]
+        template = template.positional()
+        call.meta["sem_rewritten"] = True
+    spec = parse_type(type_arg) if type_arg is not None else None
+    new_args: list[exp.Expression] = [exp.Literal.string(template.source), *columns]
+    if spec is not None and not spec.is_text:
+        listed = exp.Array(expressions=[exp.cast(c.copy(), "VARCHAR") for c in columns])
+        call.replace(
+            exp.Anonymous(this=typed_map_function(spec), expressions=[new_args[0], listed])
+        )
+        return spec
+    call.set("expressions", new_args)
+    return None
+
+
+def _is_string(node: exp.Expression) -> bool:
+    return isinstance(node, exp.Literal) and node.is_string
+
+
+@dataclass(frozen=True, slots=True)
+class _Source:
+    alias: str
+    columns: tuple[str, ...]
+
+
+def _sources_of(call: exp.Expr, root: exp.Expr, describe: Describe) -> list[_Source]:
+    select = call.find_ancestor(exp.Select)
+    if select is None:
+        raise BindError("semantic calls with {column} fields must appear inside a SELECT")
+    nodes: list[exp.Expression] = []
+    from_ = select.args.get("from_")
+    if from_ is not None:
+        nodes.append(from_.this)
+    nodes.extend(join.this for join in select.args.get("joins") or [])
+    if not nodes:
+        raise BindError("a semantic call with {column} fields needs a FROM clause to bind to")
+    with_ = root.args.get("with_")
+    prefix = with_.sql(dialect="duckdb", normalize_functions=False) + " " if with_ else ""
+    sources = []
+    for node in nodes:
+        alias = node.alias_or_name
+        source_sql = node.sql(dialect="duckdb", normalize_functions=False)
+        try:
+            columns = tuple(describe(f"{prefix}SELECT * FROM {source_sql} LIMIT 0"))
+        except BindError:
+            raise
+        except Exception as err:  # DuckDB's own message says which table is missing
+            raise BindError(f"cannot read the columns of {source_sql}: {err}") from None
+        sources.append(_Source(alias, columns))
+    return sources
+
+
+def _resolve(field: str, sources: list[_Source], template: Template) -> exp.Expression:
+    qualifier, _, column = field.rpartition(".")
+    column = column.strip('"')
+    candidates = [
+        s for s in sources if not qualifier or s.alias.lower() == qualifier.strip('"').lower()
+    ]
+    if qualifier and not candidates:
+        known = ", ".join(s.alias for s in sources)
+        raise UnknownColumnError(
+            f"template {template.source!r}: no table or alias {qualifier!r} in scope (have: {known})"
+        )
+    hits = [(s, c) for s in candidates for c in s.columns if c.lower() == column.lower()]
+    if not hits:
+        available = ", ".join(
+            f"{s.alias}.{c}" if s.alias else c for s in candidates for c in s.columns
+        )
+        raise UnknownColumnError(
+            f"template {template.source!r}: unknown column {{{field}}}; available: {available}"
+        )
+    if len(hits) > 1:
+        options = " or ".join(f"{{{s.alias}.{c}}}" for s, c in hits)
+        raise AmbiguousColumnError(
+            f"template {template.source!r}: {{{field}}} is ambiguous; write {options}"
+        )
+    source, name = hits[0]
+    return exp.column(name, table=source.alias or None, quoted=True)

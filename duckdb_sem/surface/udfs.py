@@ -1,0 +1,200 @@
+"""Register the ``sem_*`` functions in a DuckDB connection.
+
+Each semantic function is a vectorized (Arrow) Python UDF taking the template and the row's
+values as a ``VARCHAR[]``; SQL macros with one overload per arity give users the explicit form
+``sem_filter('... {0} ... {1}', col_a, col_b)``. ``sem_agg`` is a macro over DuckDB's ``list()``
+aggregate feeding a scalar UDF, since DuckDB's Python client has no aggregate UDFs.
+
+==========================================  =======================================
+function                                    returns
+==========================================  =======================================
+``sem_filter(template, cols...)``           BOOLEAN
+``sem_join(template, cols...)``             BOOLEAN
+``sem_map(template, cols...)``              VARCHAR
+``sem_map_<type>(template, cols...)``       that type (integer, double, boolean, list)
+``sem_agg(template, cols...)``              VARCHAR (aggregate)
+==========================================  =======================================
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+
+import duckdb
+import duckdb.func
+import pyarrow as pa
+
+from duckdb_sem.errors import SemError
+from duckdb_sem.llm.outputs import TypeSpec, parse_type
+from duckdb_sem.llm.request import OperatorKind
+from duckdb_sem.runtime.context import QueryContext
+from duckdb_sem.runtime.operators import SemEngine
+from duckdb_sem.surface.bind import typed_map_function
+
+__all__ = ["MAX_COLUMNS", "PLAIN_TYPED_MAPS", "SemSession"]
+
+#: explicit-form overloads are registered for up to this many column arguments
+MAX_COLUMNS = 8
+#: typed sem_map functions available without SQL rewriting (in a plain connection)
+PLAIN_TYPED_MAPS = {
+    "integer": "INTEGER",
+    "double": "DOUBLE",
+    "boolean": "BOOLEAN",
+    "list": "VARCHAR[]",
+}
+
+
+class SemSession:
+    """The duckdb-sem state attached to one DuckDB connection: engine, current query, errors."""
+
+    def __init__(self, con: duckdb.DuckDBPyConnection, engine: SemEngine) -> None:
+        self.con = con
+        self.engine = engine
+        self.query = QueryContext()
+        self.last_error: SemError | None = None
+        self._registered: set[str] = set()
+        self._lock = threading.Lock()
+
+    def new_query(self, **kwargs: object) -> QueryContext:
+        self.query = QueryContext(**kwargs)  # type: ignore[arg-type]
+        self.last_error = None
+        return self.query
+
+    def install(self) -> None:
+        self._udf("__sem_filter", OperatorKind.FILTER, "BOOLEAN", None)
+        self._udf("__sem_join", OperatorKind.JOIN, "BOOLEAN", None)
+        self._udf("__sem_map", OperatorKind.MAP, "VARCHAR", None)
+        self._udf("__sem_agg", OperatorKind.AGG, "VARCHAR", None, list_of_lists=True)
+        for name in ("sem_filter", "sem_join", "sem_map"):
+            self._macro(name, f"__{name}", "[{}]")
+        self._macro("sem_agg", "__sem_agg", "list([{}])")
+        for short, sql_type in PLAIN_TYPED_MAPS.items():
+            spec = parse_type(sql_type)
+            self.ensure_typed_map(spec)
+            self._macro(f"sem_map_{short}", typed_map_function(spec), "[{}]")
+
+    def ensure_typed_map(self, spec: TypeSpec) -> None:
+        """Register the UDF that returns ``spec`` (idempotent)."""
+        self._udf(typed_map_function(spec), OperatorKind.MAP, spec.sql, spec.sql)
+
+    def _macro(self, name: str, target: str, wrap: str) -> None:
+        overloads = []
+        for n in range(MAX_COLUMNS + 1):
+            params = ", ".join(["t", *(f"a{i}" for i in range(n))])
+            values = ", ".join(f"a{i}::VARCHAR" for i in range(n))
+            listed = (
+                wrap.format(values)
+                if n
+                else "[]::VARCHAR[]"
+                if wrap == "[{}]"
+                else "[]::VARCHAR[][]"
+            )
+            overloads.append(f"({params}) AS {target}(t, {listed})")
+        self.con.execute(f"CREATE OR REPLACE MACRO {name}" + ", ".join(overloads))
+
+    def _udf(
+        self,
+        name: str,
+        kind: OperatorKind,
+        return_type: str,
+        output_type: str | None,
+        *,
+        list_of_lists: bool = False,
+    ) -> None:
+        with self._lock:
+            if name in self._registered:
+                return
+            self._registered.add(name)
+        arg_type = "VARCHAR[][]" if list_of_lists else "VARCHAR[]"
+        self.con.create_function(
+            name,
+            self._make_udf(kind, output_type, name),
+            ["VARCHAR", arg_type],
+            return_type,
+            type=duckdb.func.ARROW,
+            null_handling=duckdb.func.SPECIAL,
+            exception_handling=duckdb.PythonExceptionHandling.DEFAULT,
+            side_effects=True,
+        )
+
+    def _make_udf(
+        self, kind: OperatorKind, output_type: str | None, name: str
+    ) -> Callable[[pa.Array, pa.Array], pa.Array]:
+        def udf(templates: pa.Array, values: pa.Array) -> pa.Array:
+            try:
+                return self._evaluate(kind, output_type, name, templates, values)
+            except SemError as err:
+                self.last_error = err
+                raise
+
+        return udf
+
+    def _evaluate(
+        self,
+        kind: OperatorKind,
+        output_type: str | None,
+        name: str,
+        templates: pa.Array,
+        values: pa.Array,
+    ) -> pa.Array:
+        if isinstance(templates, pa.ChunkedArray):
+            templates = templates.combine_chunks()
+        if isinstance(values, pa.ChunkedArray):
+            values = values.combine_chunks()
+        texts = templates.to_pylist()
+        distinct = list(dict.fromkeys(texts))
+        if len(distinct) == 1 and distinct[0] is not None:
+            return self._run_one(kind, output_type, name, distinct[0], values)
+        # Several templates in one batch (rare): run each group, then scatter back.
+        out: list[object] = [None] * len(texts)
+        for template in distinct:
+            if template is None:
+                continue
+            idx = [i for i, t in enumerate(texts) if t == template]
+            part = self._run_one(kind, output_type, name, template, values.take(pa.array(idx)))
+            for i, value in zip(idx, part.to_pylist(), strict=True):
+                out[i] = value
+        arrow_type = (
+            pa.bool_()
+            if kind in (OperatorKind.FILTER, OperatorKind.JOIN)
+            else parse_type(output_type or "VARCHAR").arrow
+        )
+        return pa.array(out, type=arrow_type)
+
+    def _run_one(
+        self,
+        kind: OperatorKind,
+        output_type: str | None,
+        name: str,
+        template: str,
+        values: pa.Array,
+    ) -> pa.Array:
+        rows = values.to_pylist()
+        columns: list[pa.Array]
+        if kind is OperatorKind.AGG:
+            # Each group is a list of records, each record the list of its column values.
+            width = max((len(rec) for g in rows if g for rec in g if rec is not None), default=0)
+            columns = [
+                pa.array(
+                    [None if g is None else [rec[i] for rec in g if rec is not None] for g in rows],
+                    type=pa.list_(pa.string()),
+                )
+                for i in range(width)
+            ]
+        else:
+            width = max((len(r) for r in rows if r is not None), default=0)
+            columns = [
+                pa.array(
+                    [None if r is None or i >= len(r) else r[i] for r in rows], type=pa.string()
+                )
+                for i in range(width)
+            ]
+        return self.engine.run_operator(
+            kind,
+            template,
+            columns,
+            output_type=output_type,
+            query=self.query,
+            label=name.lstrip("_"),
+        )
