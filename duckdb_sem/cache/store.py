@@ -12,6 +12,7 @@ from __future__ import annotations
 import logging
 import sqlite3
 import threading
+import time
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 
@@ -26,7 +27,7 @@ _SCHEMA = """
 CREATE TABLE IF NOT EXISTS completions (
     signature TEXT PRIMARY KEY,
     completion TEXT NOT NULL,
-    created REAL NOT NULL DEFAULT (unixepoch('subsec'))
+    created REAL NOT NULL
 )
 """
 
@@ -69,12 +70,14 @@ class LLMCache:
         return found
 
     def put_many(self, items: Mapping[str, Completion]) -> None:
-        rows = [(sig, c.to_json()) for sig, c in items.items() if c.error is None]
+        now = time.time()
+        rows = [(sig, c.to_json(), now) for sig, c in items.items() if c.error is None]
         if not rows:
             return
         with self._lock:
             self._db.executemany(
-                "INSERT OR REPLACE INTO completions (signature, completion) VALUES (?, ?)", rows
+                "INSERT OR REPLACE INTO completions (signature, completion, created) VALUES (?, ?, ?)",
+                rows,
             )
             self._db.commit()
 

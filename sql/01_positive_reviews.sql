@@ -1,0 +1,6 @@
+-- sem_filter in SELECT: does the model think each review is positive?
+-- Scored: `predicted` against the critics' fresh/rotten label.
+SELECT review_id,
+       fresh AS label,
+       sem_filter('The movie review "{text}" is positive') AS predicted
+FROM (SELECT * FROM reviews ORDER BY review_id LIMIT 40);

@@ -1,0 +1,45 @@
+"""Shared fixtures: every test gets its own cache file and a clean environment."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+import duckdb_sem
+from duckdb_sem.backends.rules import RuleBackend
+
+
+@pytest.fixture(autouse=True)
+def _isolated_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    for var in (
+        "DUCKDB_SEM_BACKEND",
+        "DUCKDB_SEM_SCHEDULER",
+        "DUCKDB_SEM_BATCH_SIZE",
+        "DUCKDB_SEM_POLICY",
+    ):
+        monkeypatch.delenv(var, raising=False)
+    monkeypatch.setenv("DUCKDB_SEM_CACHE", str(tmp_path / "llm_cache.sqlite"))
+
+
+@pytest.fixture
+def rules() -> RuleBackend:
+    """A fresh deterministic backend: yes iff the row mentions 'good' or 'great'."""
+    return RuleBackend(yes_if=["good", "great"])
+
+
+@pytest.fixture
+def con(rules: RuleBackend, tmp_path: Path) -> Iterator[duckdb_sem.SemConnection]:
+    c = duckdb_sem.connect(backend=rules, cache=str(tmp_path / "c.sqlite"))
+    c.execute(
+        "CREATE TABLE reviews AS SELECT * FROM (VALUES "
+        "(1, 'a good film', 'drama', 4.5), (2, 'a bad film', 'drama', 1.0), "
+        "(3, 'great fun', 'comedy', 5.0), (4, NULL, 'comedy', NULL), (5, 'dull', 'drama', 2.0)"
+        ") t(id, text, genre, score)"
+    )
+    c.execute(
+        "CREATE TABLE movies AS SELECT * FROM (VALUES (1, 'drama'), (2, 'comedy')) t(mid, genre)"
+    )
+    yield c
+    c.close()
