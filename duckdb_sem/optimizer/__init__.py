@@ -1,0 +1,128 @@
+"""The semantic query optimizer: plan, enumerate the equivalent plans, choose by cost, explain.
+
+The pipeline is data, as in sqlglot: ``build_plan`` (as written) -> ``enumerate_plans`` (the
+commutation rules in ``rules.RULES``) -> ``choose_plan`` (``cost.CostModel``) -> the executor.
+
+Entry points used by the connection:
+
+- ``plan_query(con, sql)`` -> the chosen :class:`LogicalPlan` (``PlanError`` for shapes it
+  does not plan: run those on the UDF path);
+- ``explain_semantic(con, sql, analyze=...)`` -> the EXPLAIN text.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from duckdb_sem.errors import PlanError
+from duckdb_sem.optimizer.choose import Choice, RankedPlan, choose_plan
+from duckdb_sem.optimizer.cost import DEFAULTS, CostDefaults, CostModel, Statistics
+from duckdb_sem.optimizer.enumerate import PlanSpace, count_plans, enumerate_plans
+from duckdb_sem.optimizer.explain import explain_choice
+from duckdb_sem.plan.build import build_plan
+from duckdb_sem.plan.logical import LogicalPlan
+from duckdb_sem.plan.nodes import Node, Scan
+from duckdb_sem.runtime.execute_plan import Actual, Evaluator, execute_plan
+
+__all__ = [
+    "DEFAULTS",
+    "Choice",
+    "CostDefaults",
+    "CostModel",
+    "PlanSpace",
+    "RankedPlan",
+    "Statistics",
+    "choose_plan",
+    "count_plans",
+    "enumerate_plans",
+    "explain_semantic",
+    "optimize",
+    "plan_query",
+]
+
+MAX_PLANS = 1000
+
+
+def _raw(con: Any) -> Any:
+    """The plain DuckDB connection under a SemConnection (no SQL rewriting)."""
+    return getattr(con, "duckdb", con)
+
+
+def _columns_of(raw: Any) -> Any:
+    def columns(table: str) -> Sequence[str]:
+        cols: list[str] = raw.sql(f"SELECT * FROM {table} LIMIT 0").columns
+        return cols
+
+    return columns
+
+
+def _table_rows(raw: Any, plan: Node) -> dict[str, float]:
+    out: dict[str, float] = {}
+    for node in plan.walk():
+        if isinstance(node, Scan) and node.table not in out:
+            name = node.table.rsplit(".", 1)[-1].strip('"')
+            rows = raw.sql(
+                "SELECT estimated_size FROM duckdb_tables() WHERE table_name = $1 LIMIT 1",
+                params=[name],
+            ).fetchall()
+            if rows and rows[0][0] is not None:
+                out[node.table] = float(rows[0][0])
+    return out
+
+
+def optimize(
+    con: Any,
+    sql: str,
+    *,
+    stats: Mapping[str, Statistics] | None = None,
+    max_plans: int = MAX_PLANS,
+) -> tuple[Choice, CostModel]:
+    """Build, enumerate and rank the plans of ``sql``; raise PlanError if it is not planned."""
+    raw = _raw(con)
+    written = build_plan(sql, _columns_of(raw))
+    if not any(node.semantic for node in written.walk()):
+        raise PlanError("no semantic call to plan; DuckDB runs this query as it is")
+    model = CostModel(table_rows=_table_rows(raw, written), stats=stats)
+    return choose_plan(written, model, max_plans=max_plans), model
+
+
+def plan_query(
+    con: Any,
+    sql: str,
+    *,
+    stats: Mapping[str, Statistics] | None = None,
+    max_plans: int = MAX_PLANS,
+) -> LogicalPlan:
+    """The cheapest equivalent plan of ``sql`` (run it with ``runtime.execute_plan``)."""
+    choice, _ = optimize(con, sql, stats=stats, max_plans=max_plans)
+    return LogicalPlan(choice.best.plan, sql, choice.best.cost, choice.total)
+
+
+def explain_semantic(
+    con: Any,
+    sql: str,
+    stats: Mapping[str, Statistics] | None = None,
+    *,
+    analyze: bool = False,
+    engine: Evaluator | None = None,
+    query: Any = None,
+    runner_ups: int = 3,
+) -> str:
+    """The text of ``EXPLAIN [ANALYZE] SEMANTIC sql``; with ``analyze`` the query runs.
+
+    ``engine`` and ``query`` default to the SemConnection's session (a fresh query context).
+    """
+    choice, model = optimize(con, sql, stats=stats)
+    actuals: dict[tuple[int, ...], Actual] | None = None
+    if analyze:
+        session = getattr(con, "session", None)
+        if engine is None:
+            if session is None:
+                raise PlanError("EXPLAIN ANALYZE SEMANTIC needs an engine; pass engine=")
+            engine = session.engine
+        if query is None and session is not None:
+            query = session.new_query()
+        actuals = {}
+        execute_plan(con, choice.best.plan, engine, query, actuals=actuals)
+    return explain_choice(choice, model, runner_ups=runner_ups, actuals=actuals)

@@ -1,0 +1,217 @@
+"""The cost of a plan: LLM tokens, from per-operator selectivity and tokens per row.
+
+Cost is counted in *token-equivalents*: prompt tokens plus ``completion_weight`` times
+completion tokens (decoding a token costs several prefill tokens), summed over every LLM call
+the plan makes; relational work costs ``relational_row_cost`` per row so that, between plans
+with equal LLM work, the one moving fewer rows wins.
+
+Measured :class:`Statistics` (filled by the estimator, keyed by :func:`operator_signature`)
+override the documented :class:`CostDefaults`.
+
+Example:
+    >>> model = CostModel(table_rows={"reviews": 1000})
+    >>> model.rank(sem_filter_node) < model.rank(sem_map_node)  # doctest: +SKIP
+    True
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+from duckdb_sem.llm.request import OperatorKind
+from duckdb_sem.plan.nodes import (
+    Aggregate,
+    Filter,
+    Join,
+    Limit,
+    Node,
+    Project,
+    Scan,
+    SemAgg,
+    SemCall,
+    SemFilter,
+    SemJoin,
+    SemMap,
+)
+
+__all__ = [
+    "DEFAULTS",
+    "CostDefaults",
+    "CostModel",
+    "Estimate",
+    "Path",
+    "Statistics",
+    "operator_signature",
+]
+
+Path = tuple[int, ...]
+
+
+@dataclass(frozen=True)
+class Statistics:
+    """Measured behaviour of one semantic operator (what the estimator fills)."""
+
+    selectivity: float
+    prompt_tokens_per_row: float
+    completion_tokens_per_row: float
+    rows_measured: int = 0
+
+
+@dataclass(frozen=True)
+class CostDefaults:
+    """What the cost model assumes before anything is measured (see docs/optimizer.md)."""
+
+    table_rows: float = 1000.0  # a table DuckDB knows no size for
+    relational_selectivity: float = 1 / 3  # each pushed-down relational predicate (System R)
+    sem_filter_selectivity: float = 0.5  # no reason to favour yes or no
+    instruction_tokens: float = 24.0  # the shared operator instruction
+    tokens_per_arg: float = 48.0  # one rendered column value (a short text)
+    completion_tokens: Mapping[str, float] = field(
+        default_factory=lambda: {"BOOLEAN": 1.0, "VARCHAR": 24.0, "NUMBER": 3.0, "NESTED": 24.0}
+    )
+    agg_completion_tokens: float = 96.0
+    group_fraction: float = 0.1  # groups per input row of a GROUP BY
+    completion_weight: float = 4.0
+    relational_row_cost: float = 1e-3
+
+
+DEFAULTS = CostDefaults()
+
+
+@dataclass(frozen=True)
+class Estimate:
+    """One operator's estimate: rows out, LLM calls and tokens, and its cost."""
+
+    rows: float
+    calls: float = 0.0
+    prompt_tokens: float = 0.0
+    completion_tokens: float = 0.0
+    cost: float = 0.0
+
+
+def operator_signature(call: SemCall) -> str:
+    """A stable key for a semantic operator: kind, template, arguments, output type."""
+    payload = "\x1f".join([call.kind.value, call.template, *call.args, call.output_type or ""])
+    return hashlib.sha256(payload.encode()).hexdigest()[:16]
+
+
+class CostModel:
+    """Estimates rows, LLM calls, tokens and cost of every operator of a plan."""
+
+    def __init__(
+        self,
+        *,
+        table_rows: Mapping[str, float] | None = None,
+        stats: Mapping[str, Statistics] | None = None,
+        defaults: CostDefaults = DEFAULTS,
+    ) -> None:
+        self.table_rows = dict(table_rows or {})
+        self.stats = dict(stats or {})
+        self.defaults = defaults
+
+    # -- per call ---------------------------------------------------------------------------
+    def call_stats(self, call: SemCall) -> Statistics:
+        measured = self.stats.get(operator_signature(call))
+        if measured is not None:
+            return measured
+        d = self.defaults
+        prompt = d.instruction_tokens + len(call.template.split()) + d.tokens_per_arg * len(call.args)
+        if call.kind in (OperatorKind.FILTER, OperatorKind.JOIN):
+            return Statistics(d.sem_filter_selectivity, prompt, d.completion_tokens["BOOLEAN"])
+        if call.kind is OperatorKind.AGG:
+            return Statistics(1.0, prompt, d.agg_completion_tokens)
+        return Statistics(1.0, prompt, self._completion(call.output_type or "VARCHAR"))
+
+    def _completion(self, output_type: str) -> float:
+        upper = output_type.upper()
+        table = self.defaults.completion_tokens
+        if "[" in upper or "STRUCT" in upper:
+            return table["NESTED"]
+        if upper in ("BOOLEAN", "BOOL"):
+            return table["BOOLEAN"]
+        if upper == "VARCHAR" or upper == "TEXT":
+            return table["VARCHAR"]
+        return table["NUMBER"]
+
+    def row_cost(self, call: SemCall) -> float:
+        s = self.call_stats(call)
+        return s.prompt_tokens_per_row + self.defaults.completion_weight * s.completion_tokens_per_row
+
+    def rank(self, op: Node) -> float:
+        """Order of row-wise operators in a chain: cost per row over the fraction removed."""
+        if isinstance(op, Filter):
+            return 0.0
+        if isinstance(op, SemFilter):
+            s = self.call_stats(op.call)
+            drop = 1.0 - s.selectivity
+            return self.row_cost(op.call) / drop if drop > 0 else math.inf
+        if isinstance(op, SemMap):
+            return math.inf
+        return 0.0
+
+    # -- per plan ---------------------------------------------------------------------------
+    def estimate(self, plan: Node) -> dict[Path, Estimate]:
+        out: dict[Path, Estimate] = {}
+        self._walk(plan, (), out)
+        return out
+
+    def cost(self, plan: Node) -> float:
+        return sum(e.cost for e in self.estimate(plan).values())
+
+    def _walk(self, node: Node, path: Path, out: dict[Path, Estimate]) -> tuple[float, float]:
+        """Fill ``out``; return (estimated rows, rows without any filter) of ``node``."""
+        kids = [self._walk(c, (*path, i), out) for i, c in enumerate(node.children)]
+        d = self.defaults
+        rel = d.relational_row_cost
+        if isinstance(node, Scan):
+            base = self.table_rows.get(node.table, d.table_rows)
+            rows = base * d.relational_selectivity ** len(node.filters)
+            out[path] = Estimate(rows, cost=rel * base)
+            return rows, base
+        if isinstance(node, Join | SemJoin):
+            (lrows, lbase), (rrows, rbase) = kids
+            # A join condition is taken as many-to-one onto the smaller side (a foreign key).
+            pairs = lrows * rrows
+            if node.condition is not None:
+                pairs /= max(min(lbase, rbase), 1.0)
+            base = lbase * rbase / (max(min(lbase, rbase), 1.0) if node.condition else 1.0)
+            if isinstance(node, Join):
+                out[path] = Estimate(pairs, cost=rel * (lrows + rrows + pairs))
+                return pairs, base
+            s = self.stats.get(operator_signature(node.call))
+            sel = s.selectivity if s else 1.0 / max(lbase, rbase, 1.0)
+            out[path] = self._llm(node.call, pairs, pairs * sel)
+            return pairs * sel, base
+        (rows_in, base), *_ = kids or [(0.0, 0.0)]
+        if isinstance(node, Filter):
+            rows = rows_in * d.relational_selectivity
+            out[path] = Estimate(rows, cost=rel * rows_in)
+        elif isinstance(node, SemFilter):
+            rows = rows_in * self.call_stats(node.call).selectivity
+            out[path] = self._llm(node.call, rows_in, rows)
+        elif isinstance(node, SemMap):
+            rows = rows_in
+            out[path] = self._llm(node.call, rows_in, rows)
+        elif isinstance(node, Aggregate):
+            rows = max(1.0, rows_in * d.group_fraction) if node.keys else 1.0
+            out[path] = Estimate(rows, cost=rel * rows_in)
+        elif isinstance(node, SemAgg):
+            rows = rows_in
+            out[path] = self._llm(node.call, rows_in, rows)
+        elif isinstance(node, Limit):
+            rows = rows_in if node.limit is None else min(rows_in, float(node.limit))
+            out[path] = Estimate(rows)
+        else:
+            rows = rows_in * (0.5 if isinstance(node, Project) and node.distinct else 1.0)
+            out[path] = Estimate(rows)
+        return rows, base
+
+    def _llm(self, call: SemCall, calls: float, rows: float) -> Estimate:
+        s = self.call_stats(call)
+        prompt = calls * s.prompt_tokens_per_row
+        completion = calls * s.completion_tokens_per_row
+        cost = prompt + self.defaults.completion_weight * completion
+        return Estimate(rows, calls, prompt, completion, cost)

@@ -1,0 +1,314 @@
+"""Build the logical plan of a semantic SELECT from its sqlglot AST, as written.
+
+Supported: one SELECT over tables joined by inner or cross joins (``JOIN ... ON``, commas);
+WHERE/ON conjuncts that are relational predicates or ``sem_filter``/``sem_join`` calls;
+``sem_map`` anywhere in the select list; ``sem_agg`` as a whole select item; GROUP BY, HAVING,
+DISTINCT, ORDER BY, LIMIT/OFFSET. Anything else raises :class:`PlanError` (the query then runs
+on the UDF path, unoptimized).
+
+Placement, as written: single-table relational predicates go into their scan, multi-table ones
+into the condition of the join that brings their last table; a cross join whose sides a
+semantic predicate relates becomes a ``SemJoin``; the other semantic predicates sit above the
+joins, then the ``sem_map`` s, then the predicates that read a ``sem_map`` output.
+
+Example:
+    ``SELECT sem_map('{text} topic') AS t FROM r, m WHERE r.mid = m.id AND sem_filter('{r.text} good')``
+    builds ``Project(SemMap(SemFilter(Join(Scan r, Scan m))))``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+import sqlglot
+from sqlglot import exp
+
+from duckdb_sem.errors import BindError, PlanError
+from duckdb_sem.llm.request import OperatorKind
+from duckdb_sem.plan import nodes as n
+from duckdb_sem.plan.scope import Scope, Source
+from duckdb_sem.surface.template import parse_template
+
+__all__ = ["SEMANTIC", "build_plan", "is_semantic"]
+
+SEMANTIC = {"sem_filter": OperatorKind.FILTER, "sem_join": OperatorKind.JOIN,
+            "sem_map": OperatorKind.MAP, "sem_agg": OperatorKind.AGG}  # fmt: skip
+
+ColumnsOf = Callable[[str], Sequence[str]]
+
+
+def is_semantic(node: exp.Expression) -> bool:
+    return isinstance(node, exp.Anonymous) and node.name.lower() in SEMANTIC
+
+
+def build_plan(sql: str, columns_of: ColumnsOf) -> n.Node:
+    """The plan of ``sql`` as written; ``columns_of(table_sql)`` lists a table's columns."""
+    try:
+        tree = sqlglot.parse_one(sql, dialect="duckdb")
+    except sqlglot.errors.ParseError as err:
+        raise BindError(f"cannot parse SQL: {err}") from None
+    if not isinstance(tree, exp.Select) or tree.args.get("with_"):
+        raise PlanError("only a single SELECT (without WITH) is planned")
+    for key in ("windows", "qualify", "pivots", "laterals", "prewhere", "sample"):
+        if tree.args.get(key):
+            raise PlanError(f"{key.upper()} is planned by DuckDB alone (UDF path)")
+    return _Builder(tree, columns_of).build()
+
+
+class _Builder:
+    def __init__(self, tree: exp.Select, columns_of: ColumnsOf) -> None:
+        self.tree = tree
+        self.scope = Scope(self._sources(tree, columns_of))
+        self.maps: list[tuple[str, exp.Anonymous]] = []  # (attribute, call)
+        self.map_count = 0
+
+    # -- sources ----------------------------------------------------------------------------
+    def _sources(self, tree: exp.Select, columns_of: ColumnsOf) -> list[Source]:
+        from_ = tree.args.get("from_")
+        if from_ is None:
+            raise PlanError("a semantic query needs a FROM clause")
+        refs = [from_.this]
+        self.conditions: list[exp.Expression] = []
+        for join in tree.args.get("joins") or []:
+            if (
+                join.side
+                or join.kind not in ("", "INNER", "CROSS")
+                or join.args.get("using")
+                or join.args.get("method")
+            ):
+                raise PlanError("only inner and cross joins are planned (outer joins: UDF path)")
+            refs.append(join.this)
+            if join.args.get("on") is not None:
+                self.conditions.append(join.args["on"])
+        sources = []
+        for ref in refs:
+            if not isinstance(ref, exp.Table) or not isinstance(ref.this, exp.Identifier):
+                raise PlanError("only tables and views are planned as sources (not subqueries)")
+            name = exp.table_(ref.name, db=ref.db or None, catalog=ref.catalog or None)
+            table = name.sql(dialect="duckdb")
+            columns = tuple(columns_of(table))
+            sources.append(Source(table, ref.alias_or_name, columns))
+        aliases = [s.alias.lower() for s in sources]
+        if len(set(aliases)) != len(aliases):
+            raise BindError("two sources share a name; give each an alias")
+        return sources
+
+    # -- semantic calls -----------------------------------------------------------------------
+    def _call(self, call: exp.Anonymous, kind: OperatorKind | None = None) -> n.SemCall:
+        name = call.name.lower()
+        args = list(call.expressions)
+        where = f"{name}(...)"
+        if not args or not isinstance(args[0], exp.Literal) or not args[0].is_string:
+            raise BindError(f"{name} needs a prompt template as its first argument")
+        template = parse_template(args[0].this)
+        rest = args[1:]
+        output_type: str | None = None
+        if name in ("sem_map", "sem_agg") and rest and _is_string(rest[-1]):
+            output_type = rest.pop().this
+        if template.is_positional:
+            fields = [_column_name(a, where) for a in rest]
+        else:
+            if rest:
+                raise BindError(f"{where}: a template with named fields takes no extra arguments")
+            fields = list(template.distinct_fields())
+            template = template.positional()
+        attrs = []
+        for f in fields:
+            attr = self.scope.resolve(f, where=f"template {args[0].this!r}")
+            assert attr is not None
+            attrs.append(attr)
+        return n.SemCall(template.source, tuple(attrs), kind or SEMANTIC[name], output_type)
+
+    # -- the plan ----------------------------------------------------------------------------
+    def build(self) -> n.Node:
+        items = self._select_items()
+        conjuncts = [c for cond in self.conditions for c in _conjuncts(cond)]
+        if self.tree.args.get("where") is not None:
+            conjuncts += _conjuncts(self.tree.args["where"].this)
+        scan_filters: dict[str, list[n.Predicate]] = {s.alias: [] for s in self.scope.sources}
+        join_preds: list[n.Predicate] = []
+        late: list[n.Predicate] = []
+        sem_preds: list[n.SemCall] = []
+        map_attrs = set(self.scope.maps.values())
+        for c in conjuncts:
+            if is_semantic(c):
+                if c.name.lower() not in ("sem_filter", "sem_join"):
+                    raise PlanError(f"{c.name} cannot be a WHERE predicate")
+                sem_preds.append(self._call(c))
+                continue
+            if any(is_semantic(x) for x in c.walk()):
+                raise PlanError("a semantic call inside a WHERE expression is not planned")
+            sql, reads = self.scope.rewrite(c, where="WHERE")
+            pred = n.Predicate(sql, reads)
+            owners = {s.alias for s in self.scope.sources if reads & s.attrs}
+            if reads & map_attrs:
+                late.append(pred)
+            elif len(owners) <= 1:
+                scan_filters[owners.pop() if owners else self.scope.sources[0].alias].append(pred)
+            else:
+                join_preds.append(pred)
+        node = self._skeleton(scan_filters, join_preds, sem_preds)
+        early = [p for p in sem_preds if not p.reads & map_attrs]
+        for call in early:
+            node = n.SemFilter(node, call)
+        pending = [(attr, self._call(call)) for attr, call in self.maps]
+        while pending:  # in dependency order: a map reading another map's output goes above it
+            ready = [(a, c) for a, c in pending if c.reads <= node.attrs]
+            if not ready:
+                raise PlanError("sem_map outputs read each other in a cycle")
+            attr, call = ready[0]
+            pending.remove((attr, call))
+            node = n.SemMap(node, call, attr)
+        for call in sem_preds:
+            if call.reads & map_attrs:
+                node = n.SemFilter(node, call)
+        for pred in late:
+            node = n.Filter(node, pred)
+        return self._sink(node, items)
+
+    def _skeleton(
+        self,
+        scan_filters: dict[str, list[n.Predicate]],
+        join_preds: list[n.Predicate],
+        sem_preds: list[n.SemCall],
+    ) -> n.Node:
+        def scan(s: Source) -> n.Node:
+            return n.Scan(s.table, s.alias, s.columns, tuple(scan_filters[s.alias]))
+
+        first, *others = self.scope.sources
+        node = scan(first)
+        for source in others:
+            right = scan(source)
+            mine = [p for p in join_preds if p.reads <= node.attrs | right.attrs]
+            join_preds[:] = [p for p in join_preds if p not in mine]
+            if mine:
+                cond = n.Predicate(" AND ".join(f"({p.sql})" for p in mine), _union(mine))
+                node = n.Join(node, right, cond)
+                continue
+            semi = next((c for c in sem_preds if _relates(c.reads, node.attrs, right.attrs)), None)
+            if semi is None:
+                node = n.Join(node, right)
+            else:
+                sem_preds.remove(semi)
+                call = n.SemCall(semi.template, semi.args, OperatorKind.JOIN)
+                node = n.SemJoin(node, right, call)
+        if join_preds:
+            raise PlanError("a join predicate reads tables it cannot see")
+        return node
+
+    def _select_items(self) -> list[tuple[exp.Expression, str]]:
+        out: list[tuple[exp.Expression, str]] = []
+        for item in self.tree.expressions:
+            if isinstance(item, exp.Star) or (
+                isinstance(item, exp.Column) and isinstance(item.this, exp.Star)
+            ):
+                table = item.table if isinstance(item, exp.Column) else ""
+                for s in self.scope.sources:
+                    if not table or s.alias.lower() == table.lower():
+                        out += [(exp.column(c, table=s.alias), c) for c in s.columns]
+                continue
+            name = item.alias_or_name if isinstance(item, exp.Alias | exp.Column) else item.sql()
+            expr = item.this if isinstance(item, exp.Alias) else item
+            out.append((expr.copy(), name))
+            self.scope.select_aliases.add(name.lower())
+        for i, (expr, name) in enumerate(out):
+            calls = [c for c in expr.walk() if is_semantic(c) and c.name.lower() == "sem_map"]
+            for call in calls:
+                self.map_count += 1
+                attr = name if call is expr else f"__sem_map_{self.map_count}"
+                taken = {c.lower() for s in self.scope.sources for c in s.columns}
+                if attr.lower() in self.scope.maps or attr.lower() in taken or "." in attr:
+                    attr = f"__sem_map_{self.map_count}"
+                self.scope.maps[attr.lower()] = attr
+                self.maps.append((attr, call.copy()))
+                if call is expr:
+                    out[i] = (exp.column(attr), name)
+                else:
+                    call.replace(exp.column(attr))
+        return out
+
+    def _sink(self, node: n.Node, items: list[tuple[exp.Expression, str]]) -> n.Node:
+        tree = self.tree
+        project: list[n.ProjectItem] = []
+        aggs: list[tuple[n.SemCall, str]] = []
+        for expr, name in items:
+            if is_semantic(expr) and expr.name.lower() == "sem_agg":
+                call = self._call(expr)
+                lists = []
+                for j, attr in enumerate(call.args):
+                    col = f"__sem_agg_{len(aggs)}_{j}"
+                    project.append(n.ProjectItem(f"list({n.quote(attr)})", col, frozenset({attr})))
+                    lists.append(col)
+                aggs.append((n.SemCall(call.template, tuple(lists), call.kind, call.output_type), name))
+                continue
+            if any(is_semantic(x) for x in expr.walk()):
+                raise PlanError("sem_filter, sem_join and nested sem_agg are not planned in SELECT")
+            sql, reads = self.scope.rewrite(expr, where="SELECT")
+            project.append(n.ProjectItem(sql, name, reads))
+        group = tree.args.get("group")
+        having = tree.args.get("having")
+        has_agg = bool(aggs) or any(
+            isinstance(x, exp.AggFunc) for e, _ in items for x in e.walk()
+        )
+        if group is not None or having is not None or has_agg:
+            keys, reads = self._clause(group.expressions if group is not None else [], "GROUP BY")
+            having_sql = self._clause([having.this], "HAVING")[0][0] if having is not None else None
+            node = n.Aggregate(node, tuple(keys), having_sql, reads)
+        node = n.Project(node, tuple(project), distinct=bool(tree.args.get("distinct")))
+        order = tree.args.get("order")
+        if order is not None:
+            for key in order.expressions:
+                if any(c.name.lower() in {name.lower() for _, name in aggs} for c in key.find_all(exp.Column)):
+                    raise PlanError("ORDER BY a sem_agg result is not planned")
+            node = n.Sort(node, tuple(self._clause(order.expressions, "ORDER BY")[0]))
+        limit, offset = tree.args.get("limit"), tree.args.get("offset")
+        if limit is not None or offset is not None:
+            node = n.Limit(node, _int(limit), _int(offset) or 0)
+        for call, name in aggs:
+            node = n.SemAgg(node, call, name)
+        return node
+
+    def _clause(self, exprs: list[exp.Expression], where: str) -> tuple[list[str], frozenset[str]]:
+        out, reads = [], frozenset[str]()
+        for e in exprs:
+            if any(is_semantic(x) for x in e.walk()):
+                raise PlanError(f"a semantic call in {where} is not planned")
+            sql, r = self.scope.rewrite(e, where=where, aliases=True)
+            out.append(sql)
+            reads |= r
+        return out, reads
+
+
+def _conjuncts(node: exp.Expression) -> list[exp.Expression]:
+    if isinstance(node, exp.And):
+        return _conjuncts(node.left) + _conjuncts(node.right)
+    if isinstance(node, exp.Paren):
+        return _conjuncts(node.this)
+    return [node]
+
+
+def _relates(reads: frozenset[str], left: frozenset[str], right: frozenset[str]) -> bool:
+    return bool(reads & left) and bool(reads & right) and reads <= left | right
+
+
+def _union(preds: Sequence[n.Predicate]) -> frozenset[str]:
+    return frozenset().union(*(p.reads for p in preds))
+
+
+def _is_string(node: exp.Expression) -> bool:
+    return isinstance(node, exp.Literal) and node.is_string
+
+
+def _column_name(node: exp.Expression, where: str) -> str:
+    if not isinstance(node, exp.Column) or isinstance(node.this, exp.Star):
+        raise PlanError(f"{where}: only plain columns are planned as arguments")
+    return ".".join(p.name for p in node.parts)
+
+
+def _int(node: exp.Expression | None) -> int | None:
+    if node is None:
+        return None
+    value = node.expression if isinstance(node, exp.Limit | exp.Offset) else node
+    if not isinstance(value, exp.Literal) or value.is_string:
+        raise PlanError("LIMIT and OFFSET must be integer literals to be planned")
+    return int(value.this)

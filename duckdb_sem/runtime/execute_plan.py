@@ -1,0 +1,295 @@
+"""Run a chosen logical plan: relational parts in DuckDB, semantic operators over Arrow batches.
+
+Every maximal relational subtree becomes one SQL query (scans with their predicates, joins,
+and at the top one SELECT for projection, aggregation, ordering and limit), so DuckDB plans and
+pushes it down itself. A chain of row-wise semantic operators streams the result of the SQL
+below it as record batches (``to_arrow_reader``) and sends each batch through the whole chain,
+operator by operator, via the evaluator (the ``SemEngine``); the surviving rows are registered
+back into DuckDB as an Arrow table for the SQL above. A semantic join streams the candidate
+pairs (a cross join, or the relational join it refines) the same way. Batch-wise execution is
+what lets a later runtime switch plans between batches.
+"""
+
+from __future__ import annotations
+
+import itertools
+import time
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from duckdb_sem.llm.outputs import parse_type
+from duckdb_sem.llm.request import OperatorKind
+from duckdb_sem.plan.logical import LogicalPlan
+from duckdb_sem.plan.nodes import (
+    Aggregate,
+    Filter,
+    Join,
+    Limit,
+    Node,
+    Project,
+    Scan,
+    SemAgg,
+    SemCall,
+    SemFilter,
+    SemJoin,
+    SemMap,
+    Sort,
+    quote,
+)
+
+__all__ = ["Actual", "Evaluator", "execute_plan"]
+
+Path = tuple[int, ...]
+_names = itertools.count()
+
+
+class Evaluator(Protocol):
+    """What the executor needs from the engine (``SemEngine`` satisfies it)."""
+
+    def run_operator(
+        self,
+        kind: OperatorKind,
+        template: str,
+        args: Sequence[pa.Array],
+        *,
+        output_type: str | None = None,
+        query: Any,
+        label: str = "",
+    ) -> pa.Array: ...
+
+
+class SqlConnection(Protocol):
+    def sql(self, query: str) -> Any: ...
+    def register(self, view_name: str, python_object: object) -> Any: ...
+    def unregister(self, view_name: str) -> Any: ...
+
+
+@dataclass
+class Actual:
+    """What one operator did: rows in and out, LLM calls asked, seconds."""
+
+    rows_in: int = 0
+    rows_out: int = 0
+    calls: int = 0
+    seconds: float = 0.0
+
+
+def execute_plan(
+    con: Any,
+    plan: LogicalPlan | Node,
+    engine: Evaluator,
+    query: Any = None,
+    *,
+    batch_size: int = 2048,
+    actuals: dict[Path, Actual] | None = None,
+) -> pa.Table:
+    """Run ``plan`` on ``con`` (a DuckDB connection, or a SemConnection: its ``.duckdb``).
+
+    ``actuals``, when given, is filled per operator path (child indices from the root) with
+    what each operator did, for ``EXPLAIN ANALYZE SEMANTIC``.
+    """
+    raw: SqlConnection = getattr(con, "duckdb", con)
+    root = plan.root if isinstance(plan, LogicalPlan) else plan
+    run = _Run(raw, engine, query, batch_size, actuals)
+    try:
+        return run.sink(root)
+    finally:
+        for name in run.registered:
+            raw.unregister(name)
+
+
+class _Run:
+    def __init__(
+        self,
+        con: SqlConnection,
+        engine: Evaluator,
+        query: Any,
+        batch_size: int,
+        actuals: dict[Path, Actual] | None,
+    ) -> None:
+        self.con = con
+        self.engine = engine
+        self.query = query
+        self.batch_size = batch_size
+        self.actuals = actuals
+        self.registered: list[str] = []
+
+    # -- the sink: one SELECT, then sem_agg ---------------------------------------------------
+    def sink(self, root: Node) -> pa.Table:
+        aggs: list[tuple[SemAgg, Path]] = []
+        node, path = root, ()
+        while isinstance(node, SemAgg):
+            aggs.append((node, path))
+            node, path = node.child, (*path, 0)
+        parts: dict[type, Node] = {}
+        top, top_path = node, path
+        while isinstance(node, Limit | Sort | Project | Aggregate):
+            parts[type(node)] = node
+            node, path = node.children[0], (*path, 0)
+        table = self.con.sql(self._select(self.rel(node, path), parts)).to_arrow_table()
+        if parts:
+            self._note(top_path, top, rows_out=table.num_rows)
+        for agg, agg_path in reversed(aggs):
+            table = self._sem_agg(agg, agg_path, table)
+        return table
+
+    def _select(self, source: str, parts: dict[type, Node]) -> str:
+        project = parts.get(Project)
+        if not isinstance(project, Project):
+            return source
+        items = ", ".join(f"{i.sql} AS {quote(i.name)}" for i in project.items)
+        sql = f"SELECT {'DISTINCT ' if project.distinct else ''}{items} FROM ({source}) AS __in"
+        agg = parts.get(Aggregate)
+        if isinstance(agg, Aggregate):
+            sql += f" GROUP BY {', '.join(agg.keys)}" if agg.keys else ""
+            sql += f" HAVING {agg.having}" if agg.having else ""
+        sort = parts.get(Sort)
+        if isinstance(sort, Sort):
+            sql += f" ORDER BY {', '.join(sort.keys)}"
+        limit = parts.get(Limit)
+        if isinstance(limit, Limit):
+            sql += f" LIMIT {limit.limit}" if limit.limit is not None else ""
+            sql += f" OFFSET {limit.offset}" if limit.offset else ""
+        return sql
+
+    def _sem_agg(self, agg: SemAgg, path: Path, table: pa.Table) -> pa.Table:
+        started = time.perf_counter()
+        args = [table.column(name).combine_chunks() for name in agg.call.args]
+        values = self._call(agg.call, args, agg.label())
+        index = table.schema.get_field_index(agg.call.args[0])
+        table = table.set_column(index, agg.output, values)
+        for name in agg.call.args[1:]:
+            table = table.remove_column(table.schema.get_field_index(name))
+        self._note(path, agg, rows_in=len(values), rows_out=len(values), calls=len(values),
+                   seconds=time.perf_counter() - started)  # fmt: skip
+        return table
+
+    # -- relational SQL ------------------------------------------------------------------------
+    def rel(self, node: Node, path: Path) -> str:
+        """SQL whose columns are the attributes of ``node``."""
+        if isinstance(node, Scan):
+            cols = ", ".join(f"{quote(node.alias)}.{quote(c)} AS {quote(node.alias + '.' + c)}"
+                             for c in node.columns)  # fmt: skip
+            sql = f"SELECT {cols} FROM {node.table} AS {quote(node.alias)}"
+            if node.filters:
+                sql = f"SELECT * FROM ({sql}) WHERE " + " AND ".join(f.sql for f in node.filters)
+            self._count(path, node, sql)
+            return sql
+        if isinstance(node, Filter):
+            sql = f"SELECT * FROM ({self.rel(node.child, (*path, 0))}) WHERE {node.predicate.sql}"
+            self._count(path, node, sql)
+            return sql
+        if isinstance(node, Join):
+            left, right = self.rel(node.left, (*path, 0)), self.rel(node.right, (*path, 1))
+            sql = _join_sql(left, right, node.condition.sql if node.condition else None)
+            self._count(path, node, sql)
+            return sql
+        if isinstance(node, SemJoin):
+            return self._sem_join(node, path)
+        if isinstance(node, SemFilter | SemMap):
+            return self._chain(node, path)
+        raise TypeError(f"cannot execute {node.label()} inside the row-wise part of a plan")
+
+    def _count(self, path: Path, node: Node, sql: str) -> None:
+        if self.actuals is not None:
+            ((rows,),) = self.con.sql(f"SELECT count(*) FROM ({sql})").fetchall()
+            self._note(path, node, rows_out=int(rows))
+
+    def _materialize(self, batches: Iterator[pa.RecordBatch], schema: pa.Schema) -> str:
+        table = pa.Table.from_batches(list(batches), schema=schema)
+        name = f"__sem_plan_{next(_names)}"
+        self.con.register(name, table)
+        self.registered.append(name)
+        return f"SELECT * FROM {quote(name)}"
+
+    # -- semantic operators over batches -----------------------------------------------------
+    def _chain(self, top: Node, path: Path) -> str:
+        chain: list[tuple[Node, Path]] = []
+        node = top
+        while isinstance(node, SemFilter | SemMap):
+            chain.append((node, path))
+            node, path = node.child, (*path, 0)
+        chain.reverse()
+        reader = self.con.sql(self.rel(node, path)).to_arrow_reader(self.batch_size)
+        schema = reader.schema
+        for op, _ in chain:
+            if isinstance(op, SemMap):
+                schema = schema.append(pa.field(op.output, _map_type(op.call)))
+
+        def batches() -> Iterator[pa.RecordBatch]:
+            for batch in reader:
+                for op, op_path in chain:
+                    batch = self._apply(op, op_path, batch)
+                yield batch
+
+        return self._materialize(batches(), schema)
+
+    def _apply(self, op: Node, path: Path, batch: pa.RecordBatch) -> pa.RecordBatch:
+        started = time.perf_counter()
+        rows_in = batch.num_rows
+        if isinstance(op, SemFilter):
+            if rows_in:
+                mask = self._call(op.call, _args(batch, op.call), op.label())
+                batch = batch.filter(pc.fill_null(mask, False))
+        elif isinstance(op, SemMap):
+            values = (
+                self._call(op.call, _args(batch, op.call), op.label())
+                if rows_in
+                else pa.array([], type=_map_type(op.call))
+            )
+            batch = batch.append_column(pa.field(op.output, values.type), values)
+        self._note(path, op, rows_in=rows_in, rows_out=batch.num_rows, calls=rows_in,
+                   seconds=time.perf_counter() - started)  # fmt: skip
+        return batch
+
+    def _sem_join(self, node: SemJoin, path: Path) -> str:
+        left, right = self.rel(node.left, (*path, 0)), self.rel(node.right, (*path, 1))
+        pairs = _join_sql(left, right, node.condition.sql if node.condition else None)
+        reader = self.con.sql(pairs).to_arrow_reader(self.batch_size)
+
+        def batches() -> Iterator[pa.RecordBatch]:
+            for batch in reader:
+                yield self._join_batch(node, path, batch)
+
+        return self._materialize(batches(), reader.schema)
+
+    def _join_batch(self, node: SemJoin, path: Path, batch: pa.RecordBatch) -> pa.RecordBatch:
+        started = time.perf_counter()
+        rows_in = batch.num_rows
+        if rows_in:
+            mask = self._call(node.call, _args(batch, node.call), node.label())
+            batch = batch.filter(pc.fill_null(mask, False))
+        self._note(path, node, rows_in=rows_in, rows_out=batch.num_rows, calls=rows_in,
+                   seconds=time.perf_counter() - started)  # fmt: skip
+        return batch
+
+    def _call(self, call: SemCall, args: Sequence[pa.Array], label: str) -> pa.Array:
+        return self.engine.run_operator(
+            call.kind, call.template, args, output_type=call.output_type, query=self.query,
+            label=label,
+        )  # fmt: skip
+
+    def _note(self, path: Path, node: Node, **deltas: float) -> None:
+        if self.actuals is None:
+            return
+        actual = self.actuals.setdefault(path, Actual())
+        for key, value in deltas.items():
+            setattr(actual, key, getattr(actual, key) + value)
+
+
+def _join_sql(left: str, right: str, condition: str | None) -> str:
+    if condition is None:
+        return f"SELECT * FROM ({left}) AS __l CROSS JOIN ({right}) AS __r"
+    return f"SELECT * FROM ({left}) AS __l JOIN ({right}) AS __r ON {condition}"
+
+
+def _args(batch: pa.RecordBatch, call: SemCall) -> list[pa.Array]:
+    return [batch.column(batch.schema.get_field_index(a)) for a in call.args]
+
+
+def _map_type(call: SemCall) -> pa.DataType:
+    return parse_type(call.output_type or "VARCHAR").arrow
