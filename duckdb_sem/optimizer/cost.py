@@ -118,7 +118,9 @@ class CostModel:
         if measured is not None:
             return measured
         d = self.defaults
-        prompt = d.instruction_tokens + len(call.template.split()) + d.tokens_per_arg * len(call.args)
+        prompt = (
+            d.instruction_tokens + len(call.template.split()) + d.tokens_per_arg * len(call.args)
+        )
         if call.kind in (OperatorKind.FILTER, OperatorKind.JOIN):
             return Statistics(d.sem_filter_selectivity, prompt, d.completion_tokens["BOOLEAN"])
         if call.kind is OperatorKind.AGG:
@@ -138,7 +140,9 @@ class CostModel:
 
     def row_cost(self, call: SemCall) -> float:
         s = self.call_stats(call)
-        return s.prompt_tokens_per_row + self.defaults.completion_weight * s.completion_tokens_per_row
+        return (
+            s.prompt_tokens_per_row + self.defaults.completion_weight * s.completion_tokens_per_row
+        )
 
     def rank(self, op: Node) -> float:
         """Order of row-wise operators in a chain: cost per row over the fraction removed."""

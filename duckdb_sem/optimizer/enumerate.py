@@ -280,15 +280,19 @@ def enumerate_plans(plan: Node, *, max_plans: int = 1000, rank: Rank | None = No
     ranker = rank or (lambda node: 0.0)
     stages.append((_Space(split, rank=ranker, push_filters=False), "rank-ordered chains"))
     stages.append(
-        (_Space(split, rank=ranker, push_filters=True), "rank-ordered chains, sem_filters pushed down")
+        (
+            _Space(split, rank=ranker, push_filters=True),
+            "rank-ordered chains, sem_filters pushed down",
+        )
     )
-    for space, pruning in stages:
-        if space.count(split.skeleton, every) <= max_plans:
-            regions: Iterator[Node] = iter(space.plans(split.skeleton, every))
-            break
+    fits = ((sp, why) for sp, why in stages if sp.count(split.skeleton, every) <= max_plans)
+    fitting = next(fits, None)
+    if fitting is not None:
+        space, pruning = fitting
+        regions: Iterator[Node] = iter(space.plans(split.skeleton, every))
     else:
-        space, pruning = stages[-1]
-        pruning = f"{pruning}, first {max_plans}"
+        space, why = stages[-1]
+        pruning = f"{why}, first {max_plans}"
         regions = itertools.islice(space.iter_plans(split.skeleton, every, memo=False), max_plans)
     plans = tuple(split.rebuild(place_filters(r, split.filters)) for r in regions)
     return PlanSpace(plans, total, pruning)

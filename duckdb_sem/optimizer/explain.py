@@ -20,7 +20,7 @@ from duckdb_sem.optimizer.cost import CostModel, Estimate, Path
 from duckdb_sem.plan.nodes import Node
 from duckdb_sem.runtime.execute_plan import Actual
 
-__all__ = ["explain_choice", "render_tree"]
+__all__ = ["explain_choice", "format_plan", "render_tree"]
 
 
 def _num(value: float) -> str:
@@ -48,11 +48,29 @@ def render_tree(
         rows.append((prefix + node.label(), stats))
         for i, child in enumerate(node.children):
             last = i == len(node.children) - 1
-            walk(child, (*path, i), tail + ("└─ " if last else "├─ "), tail + ("   " if last else "│  "))
+            walk(
+                child,
+                (*path, i),
+                tail + ("└─ " if last else "├─ "),
+                tail + ("   " if last else "│  "),
+            )
 
     walk(plan, (), "", "")
     width = min(max(len(text) for text, _ in rows) + 2, 100)
     return [f"{text.ljust(width)}{stats}" for text, stats in rows]
+
+
+def format_plan(plan: Node) -> str:
+    """The plan as an indented tree of operator labels (no estimates), for tests and logs."""
+    lines: list[str] = []
+
+    def walk(node: Node, depth: int) -> None:
+        lines.append("  " * depth + node.label())
+        for child in node.children:
+            walk(child, depth + 1)
+
+    walk(plan, 0)
+    return "\n".join(lines)
 
 
 def _region(plan: Node) -> Node:

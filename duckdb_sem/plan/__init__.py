@@ -21,11 +21,11 @@ from duckdb_sem.plan.nodes import (
 )
 
 __all__ = [
-    "LogicalPlan",
     "Aggregate",
     "Filter",
     "Join",
     "Limit",
+    "LogicalPlan",
     "Node",
     "Predicate",
     "Project",

@@ -19,6 +19,7 @@ Example:
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from typing import TypeGuard
 
 import sqlglot
 from sqlglot import exp
@@ -37,7 +38,7 @@ SEMANTIC = {"sem_filter": OperatorKind.FILTER, "sem_join": OperatorKind.JOIN,
 ColumnsOf = Callable[[str], Sequence[str]]
 
 
-def is_semantic(node: exp.Expression) -> bool:
+def is_semantic(node: object) -> TypeGuard[exp.Anonymous]:
     return isinstance(node, exp.Anonymous) and node.name.lower() in SEMANTIC
 
 
@@ -122,7 +123,7 @@ class _Builder:
     # -- the plan ----------------------------------------------------------------------------
     def build(self) -> n.Node:
         items = self._select_items()
-        conjuncts = [c for cond in self.conditions for c in _conjuncts(cond)]
+        conjuncts: list[exp.Expr] = [c for cond in self.conditions for c in _conjuncts(cond)]
         if self.tree.args.get("where") is not None:
             conjuncts += _conjuncts(self.tree.args["where"].this)
         scan_filters: dict[str, list[n.Predicate]] = {s.alias: [] for s in self.scope.sources}
@@ -239,7 +240,9 @@ class _Builder:
                     col = f"__sem_agg_{len(aggs)}_{j}"
                     project.append(n.ProjectItem(f"list({n.quote(attr)})", col, frozenset({attr})))
                     lists.append(col)
-                aggs.append((n.SemCall(call.template, tuple(lists), call.kind, call.output_type), name))
+                aggs.append(
+                    (n.SemCall(call.template, tuple(lists), call.kind, call.output_type), name)
+                )
                 continue
             if any(is_semantic(x) for x in expr.walk()):
                 raise PlanError("sem_filter, sem_join and nested sem_agg are not planned in SELECT")
@@ -247,9 +250,7 @@ class _Builder:
             project.append(n.ProjectItem(sql, name, reads))
         group = tree.args.get("group")
         having = tree.args.get("having")
-        has_agg = bool(aggs) or any(
-            isinstance(x, exp.AggFunc) for e, _ in items for x in e.walk()
-        )
+        has_agg = bool(aggs) or any(isinstance(x, exp.AggFunc) for e, _ in items for x in e.walk())
         if group is not None or having is not None or has_agg:
             keys, reads = self._clause(group.expressions if group is not None else [], "GROUP BY")
             having_sql = self._clause([having.this], "HAVING")[0][0] if having is not None else None
@@ -258,7 +259,10 @@ class _Builder:
         order = tree.args.get("order")
         if order is not None:
             for key in order.expressions:
-                if any(c.name.lower() in {name.lower() for _, name in aggs} for c in key.find_all(exp.Column)):
+                if any(
+                    c.name.lower() in {name.lower() for _, name in aggs}
+                    for c in key.find_all(exp.Column)
+                ):
                     raise PlanError("ORDER BY a sem_agg result is not planned")
             node = n.Sort(node, tuple(self._clause(order.expressions, "ORDER BY")[0]))
         limit, offset = tree.args.get("limit"), tree.args.get("offset")
@@ -279,7 +283,7 @@ class _Builder:
         return out, reads
 
 
-def _conjuncts(node: exp.Expression) -> list[exp.Expression]:
+def _conjuncts(node: exp.Expr) -> list[exp.Expr]:
     if isinstance(node, exp.And):
         return _conjuncts(node.left) + _conjuncts(node.right)
     if isinstance(node, exp.Paren):

@@ -249,7 +249,9 @@ class _Binary(Node):
 
     def _check_sides(self) -> None:
         if self.left.attrs & self.right.attrs:
-            raise PlanError(f"join sides share attributes {sorted(self.left.attrs & self.right.attrs)}")
+            raise PlanError(
+                f"join sides share attributes {sorted(self.left.attrs & self.right.attrs)}"
+            )
         self._check_reads()
 
 

@@ -64,7 +64,7 @@ class Scope:
         raise UnknownColumnError(f"{where}: unknown column {name!r}; available: {available}")
 
     def rewrite(
-        self, node: exp.Expression, *, where: str, aliases: bool = False
+        self, node: exp.Expr, *, where: str, aliases: bool = False
     ) -> tuple[str, frozenset[str]]:
         """SQL of ``node`` over quoted attributes, and the attributes it reads."""
         if any(isinstance(n, exp.Subquery | exp.Select) for n in node.walk()):
@@ -74,7 +74,9 @@ class Scope:
         for column in list(tree.find_all(exp.Column)):
             if isinstance(column.this, exp.Star):
                 raise PlanError(f"{where}: '*' inside an expression is not planned")
-            attr = self.resolve(".".join(p.name for p in column.parts), where=where, aliases=aliases)
+            attr = self.resolve(
+                ".".join(p.name for p in column.parts), where=where, aliases=aliases
+            )
             if attr is None:
                 continue
             reads.add(attr)

@@ -121,7 +121,8 @@ class _Run:
     # -- the sink: one SELECT, then sem_agg ---------------------------------------------------
     def sink(self, root: Node) -> pa.Table:
         aggs: list[tuple[SemAgg, Path]] = []
-        node, path = root, ()
+        node: Node = root
+        path: Path = ()
         while isinstance(node, SemAgg):
             aggs.append((node, path))
             node, path = node.child, (*path, 0)

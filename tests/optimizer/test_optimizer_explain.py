@@ -1,0 +1,58 @@
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+
+import pytest
+
+import duckdb_sem
+from duckdb_sem.backends.rules import RuleBackend
+from duckdb_sem.errors import PlanError
+from duckdb_sem.optimizer import explain_semantic, plan_query
+
+QUERY = (
+    "SELECT r.id, sem_map('{r.text} gist') AS gist FROM reviews r JOIN movies m "
+    "ON r.movie_id = m.id WHERE sem_filter('{r.text} is positive') AND m.id > 3"
+)
+
+
+@pytest.fixture
+def con() -> Iterator[duckdb_sem.SemConnection]:
+    c = duckdb_sem.connect(backend=RuleBackend(yes_if=["good"]), cache="off")
+    c.duckdb.execute(
+        "CREATE TABLE reviews AS SELECT range AS id, range % 10 AS movie_id, "
+        "CASE WHEN range % 2 = 0 THEN 'good ' ELSE 'bad ' END || range AS text FROM range(100);"
+        "CREATE TABLE movies AS SELECT range AS id FROM range(10)"
+    )
+    yield c
+    c.close()
+
+
+def test_explain_prints_count_chosen_plan_and_runners_up(con: duckdb_sem.SemConnection) -> None:
+    text = con.explain_semantic(QUERY)
+    assert re.search(r"^6 equivalent plans$", text, re.MULTILINE)
+    assert "chosen plan, cost" in text
+    assert re.search(r"SemFilter .*rows≈\S+\s+calls≈\S+\s+tokens≈", text)
+    assert "runner-up plans:" in text and "  2. cost " in text
+
+
+def test_explain_semantic_statement(con: duckdb_sem.SemConnection) -> None:
+    lines = [row[0] for row in con.sql("EXPLAIN SEMANTIC " + QUERY).fetchall()]
+    assert lines[0] == "6 equivalent plans"
+
+
+def test_explain_analyze_shows_actuals(con: duckdb_sem.SemConnection) -> None:
+    text = explain_semantic(con, QUERY, analyze=True)
+    line = next(ln for ln in text.splitlines() if "SemFilter" in ln and "calls" in ln)
+    assert "actual rows=30 calls=60" in line  # 60 reviews of movies 4..9, 30 of them good
+    assert re.search(r"SemMap .*actual rows=30 calls=30", text)
+
+
+def test_plan_query_returns_the_cheapest_plan(con: duckdb_sem.SemConnection) -> None:
+    plan = plan_query(con, QUERY)
+    assert plan.equivalent_plans == 6 and plan.cost > 0
+
+
+def test_plain_sql_is_not_planned(con: duckdb_sem.SemConnection) -> None:
+    with pytest.raises(PlanError):
+        plan_query(con, "SELECT * FROM reviews")
