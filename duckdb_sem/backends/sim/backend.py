@@ -1,0 +1,229 @@
+"""``sim:``: a SIMULATED GPU server (answers from an oracle, time from a vLLM-like model).
+
+It is not a model. Answers come from an oracle (labels supplied by a benchmark, or a seeded
+hash with a configured selectivity); time comes from :mod:`.cost_model` under a named profile
+and is accounted on a virtual clock (``virtual_seconds``), optionally slept in real time scaled
+by ``time_scale``. Every description, log line and server response says SIMULATED.
+
+Spec options: ``sim:PROFILE?selectivity=0.3&seed=1&time_scale=0.001&output_words=8``
+``&malformed=0.0&labels=/path/labels.csv&positive=fresh``.
+
+Example:
+    >>> backend = from_spec(parse_spec("sim:default?selectivity=0.3"))
+    >>> backend.describe().startswith("SIMULATED")
+    True
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import threading
+from collections.abc import Sequence
+from typing import Any
+
+from duckdb_sem.backends.base import RETRY_POLICY, Backend, Capacity, Load, RetryPolicy
+from duckdb_sem.backends.registry import BackendSpec, parse_spec
+from duckdb_sem.backends.sim.cost_model import SeqState
+from duckdb_sem.backends.sim.engine import EngineStats, VirtualEngine
+from duckdb_sem.backends.sim.oracles import (
+    HashOracle,
+    LookupOracle,
+    NoLabel,
+    Oracle,
+    estimate_tokens,
+    unit_hash,
+)
+from duckdb_sem.backends.sim.profiles import SimProfile, get_profile
+from duckdb_sem.errors import ConfigError
+from duckdb_sem.llm.outputs import OutputParseError, parse_type
+from duckdb_sem.llm.request import Completion, LLMRequest, Task
+
+__all__ = ["SimBackend", "from_spec"]
+
+logger = logging.getLogger(__name__)
+
+
+class SimBackend(Backend):
+    """The SIMULATED backend; see the module docstring."""
+
+    simulated = True
+
+    def __init__(
+        self,
+        profile: SimProfile | str = "default",
+        *,
+        oracle: Oracle | None = None,
+        time_scale: float = 0.0,
+        malformed: float = 0.0,
+        retry: RetryPolicy = RETRY_POLICY,
+        spec: str | None = None,
+    ) -> None:
+        self.profile = get_profile(profile) if isinstance(profile, str) else profile
+        self.oracle: Oracle = oracle if oracle is not None else HashOracle()
+        if not 0.0 <= malformed <= 1.0:
+            raise ConfigError(f"sim malformed={malformed} must be between 0 and 1")
+        self.malformed = malformed
+        self.retry = retry
+        self.spec = spec or f"sim:{self.profile.name}"
+        self.engine = VirtualEngine(self.profile, time_scale=time_scale)
+        self.warnings = 0  # requests answered NULL after all retries
+        self._lock = threading.Lock()
+        self._live: dict[int, list[SeqState]] = {}  # id(request) -> its live sequences
+        logger.info("SIMULATED backend %s: %s", self.spec, self.profile.summary())
+
+    @property
+    def backend_id(self) -> str:
+        return f"sim:{self.profile.model}:{self.oracle.identity}:{self.malformed}"
+
+    @property
+    def virtual_seconds(self) -> float:
+        """Busy time of the simulated GPU so far, in (virtual) seconds."""
+        return self.engine.virtual_seconds
+
+    def stats(self) -> EngineStats:
+        return self.engine.stats()
+
+    def capacity(self) -> Capacity:
+        p = self.profile
+        # Twice max_num_seqs keeps the simulated engine's own queue full between batches.
+        return Capacity(
+            max_batch=p.max_num_seqs,
+            max_concurrent_batches=2,
+            max_tokens_in_flight=p.kv_cache_tokens,
+        )
+
+    def load(self) -> Load:
+        waiting, running = self.engine.load()
+        return Load(queued=waiting, running=running)
+
+    def count_tokens(self, text: str) -> int:
+        return estimate_tokens(text)
+
+    def describe(self) -> str:
+        return f"SIMULATED {self.spec} ({self.profile.summary()}; oracle {self.oracle.identity})"
+
+    def abort(self, requests: Sequence[LLMRequest]) -> None:
+        with self._lock:
+            seqs = [s for r in requests for s in self._live.get(id(r), [])]
+        self.engine.abort(seqs)
+
+    def close(self) -> None:
+        self.engine.close()
+
+    def complete(self, requests: Sequence[LLMRequest]) -> list[Completion]:
+        results: list[Completion | None] = [None] * len(requests)
+        pending = list(range(len(requests)))
+        for attempt in range(self.retry.attempts + 1):
+            drafts = [self._draft(requests[i], attempt) for i in pending]
+            seqs = self._run([requests[i] for i in pending], drafts)
+            retry_next = []
+            for i, (completion, ok), seq in zip(pending, drafts, seqs, strict=True):
+                if seq.aborted:
+                    results[i] = Completion(None, "", 0, 0, error="aborted (SIMULATED)")
+                elif ok or attempt == self.retry.attempts:
+                    results[i] = completion
+                else:
+                    retry_next.append(i)
+            pending = retry_next
+            if not pending:
+                break
+        done = [c for c in results if c is not None]
+        failed = sum(1 for c in done if c.error is not None and not c.error.startswith("aborted"))
+        if failed:
+            with self._lock:
+                self.warnings += failed
+            logger.warning("SIMULATED backend: %d request(s) answered NULL after retries", failed)
+        return done
+
+    def _run(
+        self, requests: list[LLMRequest], drafts: list[tuple[Completion, bool]]
+    ) -> list[SeqState]:
+        shapes = []
+        for request, (completion, _) in zip(requests, drafts, strict=True):
+            prefix_tokens = estimate_tokens(request.prefix) + self.profile.template_tokens // 2
+            shapes.append(
+                (
+                    completion.prompt_tokens,
+                    completion.completion_tokens,
+                    request.prefix,
+                    prefix_tokens,
+                )
+            )
+        seqs = self.engine.submit(shapes)
+        with self._lock:
+            for request, seq in zip(requests, seqs, strict=True):
+                self._live.setdefault(id(request), []).append(seq)
+        try:
+            self.engine.wait(seqs)
+        finally:
+            with self._lock:
+                for request in requests:
+                    self._live.pop(id(request), None)
+        return seqs
+
+    def _draft(self, request: LLMRequest, attempt: int) -> tuple[Completion, bool]:
+        """The answer this attempt would produce, and whether it parsed."""
+        prompt = (
+            estimate_tokens(request.prefix)
+            + estimate_tokens(request.row)
+            + self.profile.template_tokens
+        )
+        try:
+            value = self.oracle.answer(request)
+        except NoLabel as err:
+            return Completion(None, "", prompt, 1, error=f"SIMULATED oracle: {err}"), True
+        if request.output.task is Task.DECIDE:
+            yes = bool(value)
+            margin = 0.5 + 4.0 * unit_hash("score", request.prefix, request.row)
+            return Completion(
+                yes, "yes" if yes else "no", prompt, 1, margin if yes else -margin
+            ), True
+        text = _render(value)
+        max_tokens = max(1, request.params.max_tokens)
+        if (
+            self.malformed
+            and unit_hash("malformed", str(attempt), request.prefix, request.row) < self.malformed
+        ):
+            text = "I am not sure how to answer that."
+        out_tokens = min(max_tokens, estimate_tokens(text) + 1)  # +1: end of sequence
+        try:
+            parsed = parse_type(request.output.sql_type).parse(text)
+        except OutputParseError as err:
+            return Completion(None, text, prompt, out_tokens, error=str(err)), False
+        return Completion(parsed, text, prompt, out_tokens), True
+
+
+def _render(value: Any) -> str:
+    if isinstance(value, str):
+        return value
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    return json.dumps(value) if isinstance(value, list | dict) else str(value)
+
+
+def from_spec(spec: BackendSpec) -> SimBackend:
+    seed = spec.int_option("seed", 0)
+    oracle: Oracle = HashOracle(
+        spec.float_option("selectivity", 0.5),
+        seed,
+        output_words=spec.int_option("output_words", 8),
+    )
+    labels = spec.option("labels")
+    if labels:
+        positive = spec.option("positive")
+        oracle = LookupOracle.from_csv(
+            labels, positive=positive.split("|") if positive else None, fallback=oracle
+        )
+    return SimBackend(
+        spec.target or "default",
+        oracle=oracle,
+        time_scale=spec.float_option("time_scale", 0.0),
+        malformed=spec.float_option("malformed", 0.0),
+        spec=spec.raw,
+    )
+
+
+def create(spec: str) -> SimBackend:
+    """Build from a spec string without going through the registry (for the sim server)."""
+    return from_spec(parse_spec(spec))

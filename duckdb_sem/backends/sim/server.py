@@ -1,0 +1,243 @@
+"""The SIMULATED backend as an OpenAI-compatible HTTP server (``duckdb-sem sim-server``).
+
+Other tools (LOTUS, plain OpenAI clients, load generators) can be measured against the same
+simulated GPU as duckdb-sem. Endpoints: ``GET /health``, ``GET /v1/models``,
+``POST /v1/chat/completions``, ``POST /v1/completions``, ``POST /tokenize``, ``GET /metrics``
+(vLLM's request gauges, so the ``openai:`` backend reads load from it the same way).
+
+Every response says SIMULATED: the model id starts with ``SIMULATED-``, ``system_fingerprint``
+and the ``X-Simulated`` header carry the profile. Chat requests map the system message to the
+shared prefix and the last user message to the row; a request with ``max_tokens=1`` and
+``logprobs`` (or vLLM's ``guided_choice``) is a decision, answered with yes/no top
+log-probabilities. A stdlib ``ThreadingHTTPServer``: one thread per connection, all joining
+the one simulated engine, which batches them.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import math
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+from duckdb_sem.backends.sim.backend import SimBackend
+from duckdb_sem.backends.sim.oracles import estimate_tokens
+from duckdb_sem.errors import SemError
+from duckdb_sem.llm.request import (
+    Completion,
+    DecodingParams,
+    LLMRequest,
+    OperatorKind,
+    OutputSpec,
+    Task,
+)
+
+__all__ = ["SimServer", "decision_logprobs"]
+
+logger = logging.getLogger(__name__)
+
+
+def decision_logprobs(score: float) -> tuple[float, float]:
+    """(logprob of yes, logprob of no) for a yes/no log-odds ``score`` (a two-way softmax)."""
+    return -_softplus(-score), -_softplus(score)
+
+
+def _softplus(x: float) -> float:
+    return max(x, 0.0) + math.log1p(math.exp(-abs(x)))
+
+
+class SimServer:
+    """Serve ``backend`` on ``host:port`` (port 0 picks a free one); ``start`` runs a thread."""
+
+    def __init__(self, backend: SimBackend, *, host: str = "127.0.0.1", port: int = 0) -> None:
+        self.backend = backend
+        self.model_id = f"SIMULATED-{backend.profile.model}"
+        self.started = int(time.time())
+        handler = type("_Handler", (_Handler,), {"sim": self})
+        self.httpd = ThreadingHTTPServer((host, port), handler)
+        self.httpd.daemon_threads = True
+        self._thread: threading.Thread | None = None
+
+    @property
+    def address(self) -> tuple[str, int]:
+        host, port = self.httpd.server_address[:2]
+        return str(host), int(port)
+
+    @property
+    def base_url(self) -> str:
+        host, port = self.address
+        return f"http://{host}:{port}/v1"
+
+    def start(self) -> SimServer:
+        self._thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
+        self._thread.start()
+        logger.info("SIMULATED sim server on %s: %s", self.base_url, self.backend.describe())
+        return self
+
+    def serve_forever(self) -> None:
+        self.httpd.serve_forever()
+
+    def close(self) -> None:
+        self.httpd.shutdown()
+        self.httpd.server_close()
+
+    def answer(self, body: dict[str, Any], *, chat: bool) -> dict[str, Any]:
+        request, logprobs = _to_request(body, chat=chat)
+        (completion,) = self.backend.complete([request])
+        if completion.error is not None and completion.value is None and completion.text == "":
+            raise SemError(completion.error)
+        return self._response(body, completion, request, chat=chat, logprobs=logprobs)
+
+    def _response(
+        self,
+        body: dict[str, Any],
+        completion: Completion,
+        request: LLMRequest,
+        *,
+        chat: bool,
+        logprobs: int,
+    ) -> dict[str, Any]:
+        choice: dict[str, Any] = {"index": 0, "finish_reason": "stop"}
+        if request.output.task is Task.DECIDE:
+            finish = "length"
+            yes_lp, no_lp = decision_logprobs(completion.score or 0.0)
+            top = [{"token": "yes", "logprob": yes_lp}, {"token": "no", "logprob": no_lp}]
+            top.sort(key=lambda alt: -float(str(alt["logprob"])))
+            chosen = top[0]
+            choice["finish_reason"] = finish
+            if chat:
+                entry = {**chosen, "top_logprobs": top[: max(logprobs, 1)]}
+                choice["logprobs"] = {"content": [entry]}
+            else:
+                choice["logprobs"] = {
+                    "tokens": [chosen["token"]],
+                    "token_logprobs": [chosen["logprob"]],
+                    "top_logprobs": [{str(a["token"]): a["logprob"] for a in top}],
+                }
+        if chat:
+            choice["message"] = {"role": "assistant", "content": completion.text}
+        else:
+            choice["text"] = completion.text
+        return {
+            "id": f"sim-{request.signature(self.backend.backend_id)[:16]}",
+            "object": "chat.completion" if chat else "text_completion",
+            "created": int(time.time()),
+            "model": body.get("model") or self.model_id,
+            "system_fingerprint": f"SIMULATED {self.backend.profile.name}",
+            "choices": [choice],
+            "usage": {
+                "prompt_tokens": completion.prompt_tokens,
+                "completion_tokens": completion.completion_tokens,
+                "total_tokens": completion.prompt_tokens + completion.completion_tokens,
+            },
+        }
+
+
+def _to_request(body: dict[str, Any], *, chat: bool) -> tuple[LLMRequest, int]:
+    if chat:
+        messages = body.get("messages") or []
+        prefix = "\n".join(str(m.get("content", "")) for m in messages if m.get("role") == "system")
+        users = [str(m.get("content", "")) for m in messages if m.get("role") != "system"]
+        row = users[-1] if users else ""
+        wants = bool(body.get("logprobs"))
+        top = int(body.get("top_logprobs") or 2)
+    else:
+        prompt = body.get("prompt", "")
+        prefix, row = "", prompt if isinstance(prompt, str) else str(prompt[0])
+        wants = body.get("logprobs") is not None
+        top = int(body.get("logprobs") or 2)
+    max_tokens = int(body.get("max_tokens") or body.get("max_completion_tokens") or 16)
+    decide = bool(body.get("guided_choice")) or (wants and max_tokens == 1)
+    sql_type = str(body.get("duckdb_sem_sql_type") or "VARCHAR")
+    output = OutputSpec.decision() if decide else OutputSpec(Task.GENERATE, sql_type)
+    params = DecodingParams(
+        max_tokens=max_tokens,
+        temperature=float(body.get("temperature") or 0.0),
+        seed=int(body.get("seed") or 0),
+    )
+    operator = OperatorKind.FILTER if decide else OperatorKind.MAP
+    return LLMRequest(operator, prefix, row, output, params), top
+
+
+class _Handler(BaseHTTPRequestHandler):
+    sim: SimServer
+    protocol_version = "HTTP/1.1"
+
+    def log_message(self, format: str, *args: Any) -> None:
+        logger.debug("sim server: " + format, *args)
+
+    def do_GET(self) -> None:
+        if self.path == "/health":
+            self._send(200, {"status": "ok", "simulated": True})
+        elif self.path in ("/v1/models", "/models"):
+            self._send(
+                200,
+                {
+                    "object": "list",
+                    "data": [
+                        {
+                            "id": self.sim.model_id,
+                            "object": "model",
+                            "created": self.sim.started,
+                            "owned_by": "duckdb-sem-sim",
+                            "simulated": True,
+                            "description": self.sim.backend.describe(),
+                        }
+                    ],
+                },
+            )
+        elif self.path == "/metrics":
+            load = self.sim.backend.load()
+            stats = self.sim.backend.stats()
+            text = (
+                "# SIMULATED duckdb-sem sim server\n"
+                f'vllm:num_requests_running{{model_name="{self.sim.model_id}"}} {load.running}\n'
+                f'vllm:num_requests_waiting{{model_name="{self.sim.model_id}"}} {load.queued}\n'
+                f"duckdb_sem_sim_virtual_seconds {stats.virtual_seconds}\n"
+            )
+            self._send_raw(200, text.encode(), "text/plain; version=0.0.4")
+        else:
+            self._send(404, {"error": {"message": f"no route {self.path}", "type": "not_found"}})
+
+    def do_POST(self) -> None:
+        try:
+            length = int(self.headers.get("Content-Length") or 0)
+            body = json.loads(self.rfile.read(length) or b"{}")
+            if not isinstance(body, dict):
+                raise ValueError("the request body must be a JSON object")
+        except ValueError as err:
+            self._send(400, {"error": {"message": f"bad JSON: {err}", "type": "invalid_request"}})
+            return
+        if self.path in ("/tokenize", "/v1/tokenize"):
+            self._send(200, {"count": estimate_tokens(str(body.get("prompt", "")))})
+            return
+        if self.path not in ("/v1/chat/completions", "/v1/completions"):
+            self._send(404, {"error": {"message": f"no route {self.path}", "type": "not_found"}})
+            return
+        model = body.get("model")
+        if model not in (None, self.sim.model_id):
+            message = f"The model `{model}` does not exist; this SIMULATED server serves {self.sim.model_id}"
+            self._send(404, {"error": {"message": message, "type": "NotFoundError"}})
+            return
+        try:
+            payload = self.sim.answer(body, chat=self.path.endswith("chat/completions"))
+        except (SemError, ValueError, TypeError) as err:
+            self._send(
+                400, {"error": {"message": f"SIMULATED server: {err}", "type": "invalid_request"}}
+            )
+            return
+        self._send(200, payload)
+
+    def _send(self, status: int, payload: dict[str, Any]) -> None:
+        self._send_raw(status, json.dumps(payload).encode(), "application/json")
+
+    def _send_raw(self, status: int, data: bytes, content_type: str) -> None:
+        self.send_response(status)
+        self.send_header("Content-Type", content_type)
+        self.send_header("Content-Length", str(len(data)))
+        self.send_header("X-Simulated", f"duckdb-sem {self.sim.backend.profile.name}")
+        self.end_headers()
+        self.wfile.write(data)
