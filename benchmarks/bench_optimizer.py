@@ -78,11 +78,11 @@ def main() -> None:
             plan = query(n_ops, joins)
             space = enumerate_plans(plan, max_plans=args.max_plans, rank=model.rank)
             enum_ms = timed(
-                lambda p=plan: enumerate_plans(p, max_plans=args.max_plans, rank=model.rank),
+                lambda p=plan, m=model: enumerate_plans(p, max_plans=args.max_plans, rank=m.rank),
                 args.repeat,
             )
             choose_ms = timed(
-                lambda p=plan: choose_plan(p, model, max_plans=args.max_plans), args.repeat
+                lambda p=plan, m=model: choose_plan(p, m, max_plans=args.max_plans), args.repeat
             )
             rows.append((n_ops, joins, space.total, len(space.plans), enum_ms, choose_ms,
                          space.pruning or "-"))  # fmt: skip
@@ -94,7 +94,9 @@ def main() -> None:
         "| sem ops | joins | plan space | enumerated | enumerate ms | choose ms | pruning |",
         "|---:|---:|---:|---:|---:|---:|---|",
     ]
-    lines += [f"| {n} | {j} | {t:,} | {e:,} | {a:.2f} | {c:.2f} | {p} |" for n, j, t, e, a, c, p in rows]
+    lines += [
+        f"| {n} | {j} | {t:,} | {e:,} | {a:.2f} | {c:.2f} | {p} |" for n, j, t, e, a, c, p in rows
+    ]
     (RESULTS / "bench_optimizer.md").write_text("\n".join(lines) + "\n")
     try:
         import matplotlib
