@@ -118,9 +118,14 @@ def connect(
     batch_size: int | None = None,
     read_only: bool = False,
     config: dict[str, Any] | None = None,
+    optimize: bool = True,
 ) -> SemConnection:
-    """Open a DuckDB database with semantic SQL; see :func:`install` for the options."""
+    """Open a DuckDB database with semantic SQL; see :func:`install` for the options.
+
+    With ``optimize`` (the default) semantic SELECTs the optimizer can plan run on the chosen
+    plan; others, and all with ``optimize=False``, run through the UDFs as written.
+    """
     con = duckdb.connect(database, read_only=read_only, config=config or {})
     settings = _settings(backend, cache, scheduler, batch_size)
     session = install(con, backend=backend, cache=cache, scheduler=scheduler, batch_size=batch_size)
-    return SemConnection(con, session, settings)
+    return SemConnection(con, session, settings, optimize=optimize)

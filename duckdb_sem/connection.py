@@ -10,6 +10,7 @@ it, calling the ``sem_*`` UDFs batch by batch.
 from __future__ import annotations
 
 import importlib
+import logging
 import re
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -17,12 +18,14 @@ from typing import Any
 import duckdb
 
 from duckdb_sem.config import Settings
-from duckdb_sem.errors import QueryCancelledError
+from duckdb_sem.errors import PlanError, QueryCancelledError
 from duckdb_sem.runtime.context import Progress, QueryStats
 from duckdb_sem.surface.bind import BoundQuery, bind_sql
 from duckdb_sem.surface.udfs import SemSession
 
 __all__ = ["SemConnection", "SemRelation"]
+
+log = logging.getLogger(__name__)
 
 _EXPLAIN = re.compile(r"^\s*EXPLAIN\s+(ANALYZE\s+)?SEMANTIC\s+", re.IGNORECASE)
 
@@ -65,12 +68,20 @@ class SemRelation:
 
 class SemConnection:
     def __init__(
-        self, con: duckdb.DuckDBPyConnection, session: SemSession, settings: Settings
+        self,
+        con: duckdb.DuckDBPyConnection,
+        session: SemSession,
+        settings: Settings,
+        *,
+        optimize: bool = True,
     ) -> None:
         self._con = con
         self.session = session
         self.settings = settings
+        #: plan semantic SELECTs with the optimizer (False: always the UDF path, as written)
+        self.optimize = optimize
         self.on_progress: Callable[[Progress], None] | None = None
+        self._result_view: str | None = None
 
     # -- DuckDB-compatible surface --------------------------------------------------------
     def sql(self, query: str, *, params: Sequence[Any] | None = None) -> SemRelation:
@@ -79,6 +90,9 @@ class SemConnection:
         if explained is not None:
             return SemRelation(self._con.sql("SELECT unnest($1) AS plan", params=[explained]), self)
         bound = self._prepare(query)
+        planned = self._run_planned(query, bound, params)
+        if planned is not None:
+            return SemRelation(self._con.from_arrow(planned), self)
         rel = self._translating(self._con.sql)(bound.sql, params=params)
         return SemRelation(rel, self)
 
@@ -88,6 +102,10 @@ class SemConnection:
             self._con.execute("SELECT unnest($1) AS plan", [explained])
             return self
         bound = self._prepare(query)
+        planned = self._run_planned(query, bound, parameters)
+        if planned is not None:
+            self._show(planned)
+            return self
         self._translating(self._con.execute)(bound.sql, parameters)
         return self
 
@@ -166,6 +184,33 @@ class SemConnection:
             self.session.ensure_typed_map(spec)
         self.session.new_query(on_progress=self.on_progress)
         return bound
+
+    def _run_planned(
+        self, query: str, bound: BoundQuery, params: Sequence[Any] | None
+    ) -> Any | None:
+        """Run a semantic SELECT through the optimizer; None when it does not plan this shape.
+
+        Shapes the optimizer does not plan (``PlanError``: outer joins, subqueries, CTEs, DDL,
+        parameters, ...) run on the UDF path, exactly as written.
+        """
+        if not (self.optimize and bound.semantic) or params:
+            return None
+        optimizer = importlib.import_module("duckdb_sem.optimizer")
+        try:
+            plan = optimizer.plan_query(self, query)
+        except PlanError as err:
+            log.debug("UDF path for this query: %s", err)
+            return None
+        runtime = importlib.import_module("duckdb_sem.runtime")
+        return runtime.execute_plan(self, plan, self.session.engine, self.session.query)
+
+    def _show(self, table: Any) -> None:
+        """Make ``table`` the pending result, so fetch*/description/arrow work as after execute."""
+        if self._result_view is not None:
+            self._con.unregister(self._result_view)
+        self._result_view = f"__sem_result_{id(table):x}"
+        self._con.register(self._result_view, table)
+        self._con.execute(f"SELECT * FROM {self._result_view}")
 
     def _maybe_explain(self, query: str) -> list[str] | None:
         match = _EXPLAIN.match(query)
