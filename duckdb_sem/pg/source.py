@@ -1,0 +1,186 @@
+"""A PostgreSQL database attached to a DuckDB connection as ``alias.schema.table``.
+
+DuckDB 2.x has no postgres extension offline and no Python table functions, so reads are
+routed by rewriting: :meth:`PgSource.rewrite` replaces each ``alias.schema.table`` in a
+statement with a freshly registered Arrow table holding only the rows and columns the statement
+needs (see :mod:`duckdb_sem.pg.pushdown`), read with ``COPY``. The catalog ``alias`` also
+exists in DuckDB (an in-memory database with one view per table, of the right columns), so
+clients can list and describe the tables; scanning such a view without the rewrite raises an
+error that says so, rather than returning no rows.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import itertools
+import logging
+import re
+import threading
+import weakref
+from dataclasses import dataclass
+from typing import Any
+
+import duckdb
+import psycopg
+import sqlglot
+from sqlglot import exp
+
+from duckdb_sem.errors import BackendUnavailableError, ConfigError
+from duckdb_sem.pg.pushdown import scan_needs
+from duckdb_sem.pg.reader import PgColumn, arrow_type, read_query
+
+__all__ = ["PgSource", "PgTable", "attach_postgres"]
+
+log = logging.getLogger(__name__)
+_scan_ids = itertools.count(1)
+
+_DUCK_TYPES = {
+    "int16": "SMALLINT",
+    "int32": "INTEGER",
+    "int64": "BIGINT",
+    "float": "FLOAT",
+    "double": "DOUBLE",
+    "bool": "BOOLEAN",
+    "date32[day]": "DATE",
+    "timestamp[us]": "TIMESTAMP",
+    "timestamp[us, tz=UTC]": "TIMESTAMPTZ",
+}
+
+_LIST_SQL = """
+SELECT n.nspname, c.relname, a.attname, pg_catalog.format_type(a.atttypid, a.atttypmod)
+FROM pg_catalog.pg_class c
+JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace
+JOIN pg_catalog.pg_attribute a ON a.attrelid = c.oid AND a.attnum > 0 AND NOT a.attisdropped
+WHERE c.relkind IN ('r', 'v', 'm', 'p', 'f')
+  AND n.nspname NOT IN ('pg_catalog', 'information_schema') AND n.nspname NOT LIKE 'pg_toast%%'
+ORDER BY n.nspname, c.relname, a.attnum
+"""
+
+
+@dataclass(frozen=True, slots=True)
+class PgTable:
+    schema: str
+    name: str
+    columns: tuple[PgColumn, ...]
+
+    @property
+    def sql(self) -> str:
+        return ".".join('"' + p.replace('"', '""') + '"' for p in (self.schema, self.name))
+
+
+def _ident(name: str) -> str:
+    return '"' + name.replace('"', '""') + '"'
+
+
+def _duck_type(pg_type: str) -> str:
+    arrow = arrow_type(pg_type)
+    text = str(arrow)
+    if text.startswith("decimal128"):
+        return "DECIMAL" + text[len("decimal128") :]
+    return _DUCK_TYPES.get(text, "VARCHAR")
+
+
+class PgSource:
+    """One attached PostgreSQL database; thread-safe."""
+
+    def __init__(self, dsn: str, alias: str, tables: dict[tuple[str, str], PgTable]) -> None:
+        self.dsn = dsn
+        self.alias = alias
+        self.tables = tables
+        self._mention = re.compile(rf"\b{re.escape(alias)}\s*\.", re.IGNORECASE)
+        self._lock = threading.Lock()
+        self._registered: weakref.WeakKeyDictionary[Any, list[str]] = weakref.WeakKeyDictionary()
+
+    def table(self, schema: str, name: str) -> PgTable | None:
+        return self.tables.get((schema.lower(), name.lower()))
+
+    def rewrite(self, sql: str, con: duckdb.DuckDBPyConnection) -> str:
+        """``sql`` with every read of ``alias.schema.table`` replaced by a pushed-down scan.
+
+        The scans are registered on ``con`` and live until its next rewrite.
+        """
+        self._release(con)
+        if not self._mention.search(sql):
+            return sql
+        try:
+            root = sqlglot.parse_one(sql, dialect="duckdb")
+        except sqlglot.errors.ParseError:
+            return sql  # DuckDB will report the syntax error itself
+        refs = [t for t in root.find_all(exp.Table) if t.catalog.lower() == self.alias.lower()]
+        if not refs:
+            return sql
+        names: list[str] = []
+        for ref in refs:
+            table = self.table(ref.db or "public", ref.name)
+            if table is None:
+                continue  # DuckDB reports the unknown table
+            needs = scan_needs(root, ref, [c.name for c in table.columns])
+            wanted = [c for c in table.columns if c.name in needs.columns]
+            log.debug("pg scan %s: columns %s where %s", table.sql, needs.columns, needs.where)
+            data = read_query(self.dsn, table.sql, wanted, needs.where)
+            scan = f"__pg_scan_{next(_scan_ids)}"
+            con.register(scan, data)
+            names.append(scan)
+            ref.replace(
+                exp.Table(
+                    this=exp.to_identifier(scan),
+                    alias=exp.TableAlias(this=exp.to_identifier(ref.alias_or_name)),
+                )
+            )
+        with self._lock:
+            self._registered[con] = names
+        return str(root.sql(dialect="duckdb"))
+
+    def _release(self, con: duckdb.DuckDBPyConnection) -> None:
+        with self._lock:
+            names = self._registered.pop(con, [])
+        for name in names:
+            with contextlib.suppress(duckdb.Error):
+                con.unregister(name)
+
+    def create_catalog(self, con: duckdb.DuckDBPyConnection) -> None:
+        """``ATTACH ':memory:' AS alias`` with one view per table (scanning it explains why not)."""
+        con.execute(f"ATTACH ':memory:' AS {_ident(self.alias)}")
+        schemas = sorted({schema for schema, _ in self.tables})
+        for schema in schemas:
+            if schema != "main":
+                con.execute(f"CREATE SCHEMA IF NOT EXISTS {_ident(self.alias)}.{_ident(schema)}")
+        for table in self.tables.values():
+            message = (
+                f"{self.alias}.{table.schema}.{table.name} is a PostgreSQL table: read it through "
+                "duckdb-sem (the wire server, or a connection with the PostgreSQL rewrite hook)"
+            ).replace("'", "''")
+            columns = ", ".join(
+                f"NULL::{_duck_type(c.pg_type)} AS {_ident(c.name)}" for c in table.columns
+            )
+            con.execute(
+                f"CREATE VIEW {_ident(self.alias)}.{_ident(table.schema)}.{_ident(table.name)} AS "
+                f"SELECT {columns} FROM range(1) WHERE error('{message}') IS NULL"
+            )
+
+
+def _list_tables(dsn: str) -> dict[tuple[str, str], PgTable]:
+    try:
+        with psycopg.connect(dsn, autocommit=True) as conn:
+            rows = conn.execute(_LIST_SQL).fetchall()
+    except psycopg.Error as err:
+        raise BackendUnavailableError(
+            f"cannot read the catalog of PostgreSQL {dsn!r}: {err}"
+        ) from err
+    grouped: dict[tuple[str, str], list[PgColumn]] = {}
+    for schema, name, column, pg_type in rows:
+        grouped.setdefault((schema, name), []).append(PgColumn(column, pg_type))
+    return {(s.lower(), n.lower()): PgTable(s, n, tuple(cols)) for (s, n), cols in grouped.items()}
+
+
+def attach_postgres(con: duckdb.DuckDBPyConnection, dsn: str, *, alias: str = "pg") -> PgSource:
+    """Attach the PostgreSQL database at ``dsn`` (libpq syntax) to ``con`` as ``alias``.
+
+    Returns the :class:`PgSource`; pass each statement through ``source.rewrite(sql, con)``
+    (the wire server does) so reads of ``alias.schema.table`` go to PostgreSQL.
+    """
+    if not alias.isidentifier():
+        raise ConfigError(f"alias {alias!r} must be a plain identifier, e.g. 'pg'")
+    source = PgSource(dsn, alias, _list_tables(dsn))
+    source.create_catalog(con)
+    return source

@@ -1,0 +1,102 @@
+"""Small textual rewrites so the catalog queries PostgreSQL clients send run on DuckDB.
+
+DuckDB 2.x ships ``pg_catalog`` views (``pg_class``, ``pg_namespace``, ``pg_attribute``...)
+and several ``pg_*`` functions; what remains are spellings DuckDB does not accept. Each rewrite
+is one regular expression, listed in ``REWRITES`` with the client that needs it.
+
+Example:
+    ``SELECT pg_catalog.version()`` becomes
+    ``SELECT 'PostgreSQL 15.0 (duckdb-sem, DuckDB v2.0.1)'``
+"""
+
+from __future__ import annotations
+
+import re
+
+import duckdb
+
+__all__ = ["COMPAT_MACROS", "REWRITES", "SERVER_VERSION", "install_compat", "rewrite_catalog"]
+
+SERVER_VERSION = "15.0"
+_VERSION_TEXT = f"PostgreSQL {SERVER_VERSION} (duckdb-sem, DuckDB {duckdb.__version__})"
+
+#: PostgreSQL functions DuckDB lacks, created as macros in the server's in-memory catalog
+COMPAT_MACROS = {
+    "pg_get_userbyid": "(role_oid) AS 'duckdb'",
+    "pg_encoding_to_char": "(encoding) AS 'UTF8'",
+    "pg_get_indexdef": "(index_oid, col := 0, pretty := false) AS ''",
+    "pg_get_statisticsobjdef_columns": "(stat_oid) AS NULL",
+    "pg_get_partkeydef": "(rel_oid) AS NULL",
+    "pg_relation_is_publishable": "(rel_oid) AS false",
+    "pg_backend_pid": "() AS 1",
+    "pg_get_serial_sequence": "(table_name, column_name) AS NULL::VARCHAR",
+    "to_regtype": "(regtype_arg) AS (SELECT min(t.oid) FROM pg_catalog.pg_type t WHERE t.typname = regtype_arg)",
+    "txid_current": "() AS 1",
+    # PostgreSQL's spelling of type names (SQLAlchemy maps these, not int4/varchar)
+    "__format_type": "(type_oid, type_mod) AS (CASE pg_catalog.format_type(type_oid, type_mod) "
+    + " ".join(
+        f"WHEN '{short}' THEN '{long}'"
+        for short, long in {
+            "int2": "smallint",
+            "int4": "integer",
+            "int8": "bigint",
+            "float4": "real",
+            "float8": "double precision",
+            "bool": "boolean",
+            "varchar": "character varying",
+            "timestamptz": "timestamp with time zone",
+        }.items()
+    )
+    + " ELSE pg_catalog.format_type(type_oid, type_mod) END)",
+}
+
+_I = re.IGNORECASE
+REWRITES: tuple[tuple[re.Pattern[str], str], ...] = (
+    # every client: the server's version string
+    (re.compile(r"\b(?:pg_catalog\.)?version\(\s*\)", _I), f"'{_VERSION_TEXT}'"),
+    # psql \dt: catalog functions qualified with pg_catalog that exist here as macros
+    (re.compile(r"\bpg_catalog\.(" + "|".join(COMPAT_MACROS) + r")\s*\(", _I), r"\1("),
+    # SQLAlchemy, psql: type names as PostgreSQL spells them
+    (re.compile(r"\b(?:pg_catalog\.)?format_type\s*\(", _I), "__format_type("),
+    # SQLAlchemy column reflection (in branches that never run here)
+    (re.compile(r"\b(?:pg_catalog\.)?json_build_object\s*\(", _I), "json_object("),
+    # SQLAlchemy: columns qualified as pg_catalog.pg_x.col (DuckDB binds them as pg_x.col)
+    (re.compile(r"\bpg_catalog\.(pg_\w+)\.(\w+)\b(?!\s*\()", _I), r"\1.\2"),
+    # SQLAlchemy: DuckDB's pg_collation lacks collnamespace; use the compat view
+    (
+        re.compile(
+            r"\bpg_catalog\.pg_collation\b(?=\s+(?:JOIN|WHERE|LEFT|INNER|ON|ORDER|GROUP)\b|\s*\))",
+            _I,
+        ),
+        "__pg_collation AS pg_collation",
+    ),
+    # psql \d, SQLAlchemy: regex match operator spelled as OPERATOR(pg_catalog.~)
+    (re.compile(r"OPERATOR\(pg_catalog\.(~\*?|!~\*?)\)", _I), r"\1"),
+    # psql: COLLATE pg_catalog.default
+    (re.compile(r"\s+COLLATE\s+pg_catalog\.default\b", _I), ""),
+    # SQLAlchemy, psql: casts to catalog pseudo types
+    (
+        re.compile(
+            r"(::\s*|\bAS\s+)(?:pg_catalog\.)?(?:regclass|regtype|regproc|regnamespace)\b", _I
+        ),
+        r"\1VARCHAR",
+    ),
+)
+
+
+def rewrite_catalog(sql: str) -> str:
+    if "pg_" not in sql and "version" not in sql.lower() and "::" not in sql:
+        return sql
+    for pattern, replacement in REWRITES:
+        sql = pattern.sub(replacement, sql)
+    return sql
+
+
+def install_compat(con: duckdb.DuckDBPyConnection) -> None:
+    """Create :data:`COMPAT_MACROS` and the compat views in ``con``'s current schema."""
+    for name, body in COMPAT_MACROS.items():
+        con.execute(f"CREATE OR REPLACE MACRO {name}{body}")
+    con.execute(
+        "CREATE OR REPLACE VIEW __pg_collation AS SELECT NULL::BIGINT AS oid, "
+        "NULL::VARCHAR AS collname, NULL::BIGINT AS collnamespace WHERE false"
+    )

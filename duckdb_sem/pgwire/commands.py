@@ -1,0 +1,247 @@
+"""Statements the wire session answers itself instead of passing them to DuckDB.
+
+PostgreSQL clients send session commands DuckDB does not know or must not run (``SET
+search_path = pg_catalog``, ``SHOW transaction isolation level``, ``START TRANSACTION ISOLATION
+LEVEL REPEATABLE READ``, ``DECLARE c1 CURSOR FOR ...``, ``FETCH 100 FROM c1``). They are
+recognised here and returned as small command values; the session executes them.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+__all__ = [
+    "Begin",
+    "Close",
+    "Command",
+    "Declare",
+    "End",
+    "Fetch",
+    "Ignore",
+    "Reset",
+    "RollbackToSavepoint",
+    "Set",
+    "Show",
+    "parse_command",
+    "split_statements",
+]
+
+
+@dataclass(frozen=True, slots=True)
+class Set:
+    name: str
+    value: str
+
+
+@dataclass(frozen=True, slots=True)
+class Reset:
+    name: str  # "all" resets everything
+
+
+@dataclass(frozen=True, slots=True)
+class Show:
+    name: str
+
+
+@dataclass(frozen=True, slots=True)
+class Begin:
+    pass
+
+
+@dataclass(frozen=True, slots=True)
+class End:
+    commit: bool
+
+
+@dataclass(frozen=True, slots=True)
+class RollbackToSavepoint:
+    """Savepoints are accepted but not kept: this restarts the transaction (best effort)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Declare:
+    name: str
+    query: str
+
+
+@dataclass(frozen=True, slots=True)
+class Fetch:
+    name: str
+    count: int | None  # None: ALL
+    move: bool  # MOVE skips rows instead of returning them
+
+
+@dataclass(frozen=True, slots=True)
+class Close:
+    name: str  # "all" closes every cursor
+
+
+@dataclass(frozen=True, slots=True)
+class Ignore:
+    """Accepted and answered with ``tag``, nothing to do (LISTEN, DISCARD, SAVEPOINT...)."""
+
+    tag: str
+
+
+Command = Set | Reset | Show | Begin | End | RollbackToSavepoint | Declare | Fetch | Close | Ignore
+
+_FLAGS = re.IGNORECASE | re.DOTALL
+_NAME = r'(?P<name>"(?:[^"]|"")+"|\w+)'
+_SET = re.compile(
+    r"^SET\s+(?:SESSION\s+|LOCAL\s+)?(?P<name>[\w.]+)\s*(?:=|\bTO\b)\s*(?P<v>.*)$", _FLAGS
+)
+_SET_TZ = re.compile(r"^SET\s+(?:SESSION\s+|LOCAL\s+)?TIME\s+ZONE\s+(?P<v>.*)$", _FLAGS)
+_SET_TX = re.compile(r"^SET\s+(?:SESSION\s+CHARACTERISTICS\s+AS\s+)?TRANSACTION\b", _FLAGS)
+_RESET = re.compile(r"^RESET\s+(?P<name>[\w.]+)$", _FLAGS)
+_SHOW = re.compile(r"^SHOW\s+(?P<name>[\w. ]+)$", _FLAGS)
+_BEGIN = re.compile(r"^(BEGIN|START\s+TRANSACTION)\b", _FLAGS)
+_END = re.compile(
+    r"^(?P<w>COMMIT|END|ROLLBACK|ABORT)(\s+(WORK|TRANSACTION))?(\s+AND\s+NO\s+CHAIN)?$", _FLAGS
+)
+_ROLLBACK_TO = re.compile(
+    r"^ROLLBACK\s+(?:WORK\s+|TRANSACTION\s+)?TO\s+(?:SAVEPOINT\s+)?\S+$", _FLAGS
+)
+_DECLARE = re.compile(
+    r"^DECLARE\s+" + _NAME + r"\s+(?:BINARY\s+)?(?:INSENSITIVE\s+)?(?:NO\s+)?(?:SCROLL\s+)?"
+    r"CURSOR\s+(?:(?:WITH|WITHOUT)\s+HOLD\s+)?FOR\s+(?P<q>.*)$",
+    _FLAGS,
+)
+_FETCH = re.compile(
+    r"^(?P<verb>FETCH|MOVE)\s+(?:(?:FORWARD|NEXT)\s+)?(?P<n>ALL|\d+)?\s*(?:FROM\s+|IN\s+)?"
+    + _NAME
+    + "$",
+    _FLAGS,
+)
+_CLOSE = re.compile(r"^CLOSE\s+" + _NAME + "$", _FLAGS)
+_IGNORED = {
+    "discard": "DISCARD ALL",
+    "deallocate": "DEALLOCATE",
+    "listen": "LISTEN",
+    "unlisten": "UNLISTEN",
+    "savepoint": "SAVEPOINT",
+    "release": "RELEASE",
+}
+#: SHOW names the session answers; anything else (SHOW TABLES...) goes to DuckDB
+SESSION_DEFAULTS = {
+    "server_version": "15.0",
+    "server_version_num": "150000",
+    "server_encoding": "UTF8",
+    "client_encoding": "UTF8",
+    "datestyle": "ISO, MDY",
+    "intervalstyle": "postgres",
+    "timezone": "UTC",
+    "integer_datetimes": "on",
+    "standard_conforming_strings": "on",
+    "search_path": '"$user", public',
+    "application_name": "",
+    "extra_float_digits": "1",
+    "transaction_isolation": "serializable",
+    "transaction isolation level": "serializable",
+    "default_transaction_isolation": "serializable",
+    "default_transaction_read_only": "off",
+    "transaction_read_only": "off",
+    "is_superuser": "off",
+    "lc_collate": "C",
+    "lc_ctype": "C",
+    "max_identifier_length": "63",
+    "statement_timeout": "0",
+    "lock_timeout": "0",
+    "idle_in_transaction_session_timeout": "0",
+    "bytea_output": "hex",
+}
+
+
+def _strip(sql: str) -> str:
+    text = re.sub(r"--[^\n]*", " ", sql)
+    return text.strip().rstrip(";").strip()
+
+
+def _ident(name: str) -> str:
+    if len(name) >= 2 and name[0] == name[-1] == '"':
+        return name[1:-1].replace('""', '"')
+    return name.lower()
+
+
+def _unquote(value: str) -> str:
+    value = value.strip()
+    if len(value) >= 2 and value[0] == value[-1] == "'":
+        return value[1:-1].replace("''", "'")
+    return value
+
+
+def parse_command(sql: str) -> Command | None:
+    """The session command ``sql`` is, or None when DuckDB should run it."""
+    text = _strip(sql)
+    head = text.split(None, 1)[0].lower() if text else ""
+    if head == "set":
+        if match := _SET_TZ.match(text):
+            return Set("timezone", _unquote(match["v"]))
+        if _SET_TX.match(text):
+            return Ignore("SET")
+        if match := _SET.match(text):
+            return Set(match["name"].lower(), _unquote(match["v"]))
+    elif head == "reset" and (match := _RESET.match(text)):
+        return Reset(match["name"].lower())
+    elif head == "show" and (match := _SHOW.match(text)):
+        name = " ".join(match["name"].lower().split())
+        if name in SESSION_DEFAULTS or name == "all" or "." in name:
+            return Show(name)
+    elif head in {"begin", "start"} and _BEGIN.match(text):
+        return Begin()
+    elif head == "rollback" and _ROLLBACK_TO.match(text):
+        return RollbackToSavepoint()
+    elif head in {"commit", "end", "rollback", "abort"} and (match := _END.match(text)):
+        return End(commit=match["w"].lower() in {"commit", "end"})
+    elif head == "declare" and (match := _DECLARE.match(text)):
+        return Declare(_ident(match["name"]), match["q"])
+    elif head in {"fetch", "move"} and (match := _FETCH.match(text)):
+        count = match["n"]
+        number = None if count and count.lower() == "all" else int(count or 1)
+        return Fetch(_ident(match["name"]), number, move=match["verb"].lower() == "move")
+    elif head == "close" and (match := _CLOSE.match(text)):
+        return Close(_ident(match["name"]))
+    elif head in _IGNORED:
+        return Ignore(_IGNORED[head])
+    return None
+
+
+def split_statements(sql: str) -> list[str]:
+    """Split a simple-query string on top-level semicolons (quotes and comments respected)."""
+    out: list[str] = []
+    current: list[str] = []
+    i, n = 0, len(sql)
+    while i < n:
+        c = sql[i]
+        if c in "'\"":
+            end = i + 1
+            while end < n:
+                if sql[end] == c:
+                    if end + 1 < n and sql[end + 1] == c:
+                        end += 2
+                        continue
+                    break
+                end += 1
+            current.append(sql[i : end + 1])
+            i = end + 1
+            continue
+        if c == "-" and sql.startswith("--", i):
+            end = sql.find("\n", i)
+            end = n if end < 0 else end
+            current.append(sql[i:end])
+            i = end
+            continue
+        if c == "/" and sql.startswith("/*", i):
+            end = sql.find("*/", i + 2)
+            end = n if end < 0 else end + 2
+            current.append(sql[i:end])
+            i = end
+            continue
+        if c == ";":
+            out.append("".join(current))
+            current = []
+        else:
+            current.append(c)
+        i += 1
+    out.append("".join(current))
+    return [s for s in out if _strip(s)]

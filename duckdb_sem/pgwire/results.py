@@ -1,0 +1,135 @@
+"""Results of one statement as the wire sends them: fields, encoded rows in order, a tag.
+
+Rows are pulled from DuckDB as Arrow batches and encoded lazily, so a portal or a ``DECLARE``d
+cursor hands out ``n`` rows at a time (``Execute`` with a row limit, ``FETCH 100``) without
+materialising everything first.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+
+import pyarrow as pa
+
+from duckdb_sem.pgwire.messages import Field, data_row
+from duckdb_sem.pgwire.types import PgType, pg_type_for
+
+__all__ = ["ROW_STATEMENTS", "Result", "command_tag", "returns_rows"]
+
+#: leading keywords of statements that return rows (anything else is a command)
+ROW_STATEMENTS = frozenset(
+    {"select", "with", "values", "table", "show", "describe", "explain", "pragma", "from",
+     "summarize", "call", "(", "fetch"}
+)  # fmt: skip
+
+
+def returns_rows(sql: str) -> bool:
+    words = sql.lstrip(" \t\r\n(").split(None, 1)
+    return bool(words) and (words[0].lower() in ROW_STATEMENTS or sql.lstrip().startswith("("))
+
+
+def command_tag(sql: str, count: int | None) -> str:
+    words = sql.split()
+    head = words[0].upper() if words else ""
+    if head == "INSERT":
+        return f"INSERT 0 {count or 0}"
+    if head in {"UPDATE", "DELETE", "MERGE", "COPY"}:
+        return f"{head} {count or 0}"
+    if head in {"CREATE", "DROP", "ALTER"} and len(words) > 1:
+        second = words[1].upper()
+        if second in {"OR", "TEMP", "TEMPORARY", "UNIQUE"}:
+            kind = next(
+                (w.upper() for w in words[2:] if w.upper() not in {"REPLACE", "TEMP", "TEMPORARY"}),
+                "",
+            )
+            return f"{head} {kind}".strip()
+        return f"{head} {second}"
+    return head or "OK"
+
+
+@dataclass(eq=False)
+class Result:
+    """One statement's outcome; ``fields`` is empty for commands."""
+
+    tag_word: str
+    fields: list[Field] = field(default_factory=list)
+    types: list[PgType] = field(default_factory=list)
+    batches: Iterator[pa.RecordBatch] | None = None
+    formats: Sequence[int] = (0,)
+    sent: int = 0
+    fixed_tag: str | None = None
+    _pending: deque[bytes] = field(default_factory=deque)
+    _done: bool = False
+
+    @staticmethod
+    def of_rows(tag_word: str, schema: pa.Schema, batches: Iterator[pa.RecordBatch]) -> Result:
+        types = [pg_type_for(f.type) for f in schema]
+        fields = [Field(f.name, t.oid, t.size) for f, t in zip(schema, types, strict=True)]
+        return Result(tag_word, fields, types, batches)
+
+    @staticmethod
+    def command(tag: str) -> Result:
+        return Result(tag, fixed_tag=tag, _done=True)
+
+    @property
+    def has_rows(self) -> bool:
+        return bool(self.fields)
+
+    def described(self) -> list[Field]:
+        return [
+            Field(f.name, f.type_oid, f.type_size, f.type_mod, self._format(i))
+            for i, f in enumerate(self.fields)
+        ]
+
+    def _format(self, index: int) -> int:
+        if not self.formats:
+            return 0
+        return self.formats[index] if len(self.formats) > 1 else self.formats[0]
+
+    def take(self, limit: int | None) -> tuple[list[bytes], bool]:
+        """Up to ``limit`` encoded DataRows (all when None), and whether rows remain."""
+        out: list[bytes] = []
+        while limit is None or len(out) < limit:
+            if not self._pending and not self._fill():
+                break
+            want = (
+                len(self._pending) if limit is None else min(limit - len(out), len(self._pending))
+            )
+            for _ in range(want):
+                out.append(self._pending.popleft())
+        self.sent += len(out)
+        more = bool(self._pending) or (not self._done and self._fill())
+        return out, more
+
+    def preload(self, rows: list[bytes]) -> None:
+        """Rows already encoded elsewhere (a FETCH from a cursor)."""
+        self._pending.extend(rows)
+        self._done = True
+
+    def skip(self, limit: int | None) -> int:
+        rows, _ = self.take(limit)
+        return len(rows)
+
+    def _fill(self) -> bool:
+        if self._done or self.batches is None:
+            return False
+        for batch in self.batches:
+            if batch.num_rows:
+                self._pending.extend(self._encode(batch))
+                return True
+        self._done = True
+        return False
+
+    def _encode(self, batch: pa.RecordBatch) -> list[bytes]:
+        columns: list[list[bytes | None]] = []
+        for i, (column, pg_type) in enumerate(zip(batch.columns, self.types, strict=True)):
+            encode = pg_type.binary if self._format(i) == 1 else pg_type.text
+            columns.append([None if v is None else encode(v) for v in column.to_pylist()])
+        return [data_row(row) for row in zip(*columns, strict=True)]
+
+    def tag(self) -> str:
+        if self.fixed_tag is not None:
+            return self.fixed_tag
+        return f"{self.tag_word} {self.sent}"

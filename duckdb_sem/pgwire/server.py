@@ -1,0 +1,188 @@
+"""The listener: TLS negotiation, startup, SCRAM authentication, cancel requests, a thread each.
+
+A connection's first packet is a startup message, an SSLRequest (answered ``S`` and wrapped
+when TLS is configured, ``N`` otherwise), or a CancelRequest carrying the process id and secret
+handed out in BackendKeyData; a matching cancel stops that session's running statement.
+"""
+
+from __future__ import annotations
+
+import itertools
+import logging
+import secrets
+import socket
+import ssl
+import struct
+import threading
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import BinaryIO
+
+from duckdb_sem.pgwire import messages as m
+from duckdb_sem.pgwire.auth import MECHANISM, AuthFailed, ScramExchange, Verifier
+from duckdb_sem.pgwire.catalog import SERVER_VERSION
+from duckdb_sem.pgwire.database import Database
+from duckdb_sem.pgwire.session import Session
+
+__all__ = ["ServerOptions", "WireServer"]
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True, slots=True)
+class ServerOptions:
+    host: str = "127.0.0.1"
+    port: int = 5433
+    #: user name -> SCRAM verifier; empty: no password asked (trust)
+    users: Mapping[str, Verifier] = field(default_factory=dict)
+    tls_cert: str | None = None
+    tls_key: str | None = None
+    require_tls: bool = False
+
+
+class _Startup(Exception):
+    """Ends a connection during startup with a FATAL error (code, message)."""
+
+    def __init__(self, code: str, message: str) -> None:
+        super().__init__(message)
+        self.code = code
+
+
+class WireServer:
+    def __init__(self, db: Database, options: ServerOptions) -> None:
+        self.db = db
+        self.options = options
+        self._ssl: ssl.SSLContext | None = None
+        if options.tls_cert:
+            self._ssl = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+            self._ssl.load_cert_chain(options.tls_cert, options.tls_key)
+        self._sessions: dict[int, tuple[int, Session]] = {}
+        self._pids = itertools.count(1000)
+        self._lock = threading.Lock()
+        self._sock = socket.create_server((options.host, options.port), reuse_port=False)
+        self._sock.listen(256)
+        self.port = int(self._sock.getsockname()[1])
+        self._closed = threading.Event()
+        if not _is_loopback(options.host) and not options.users:
+            log.warning(
+                "listening on %s without users: anyone who can reach it can query", options.host
+            )
+
+    def serve_forever(self) -> None:
+        log.info("duckdb-sem pgwire listening on %s:%d", self.options.host, self.port)
+        while not self._closed.is_set():
+            try:
+                conn, _ = self._sock.accept()
+            except OSError:
+                if self._closed.is_set():
+                    return
+                raise
+            conn.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            threading.Thread(target=self._handle, args=(conn,), daemon=True).start()
+
+    def shutdown(self) -> None:
+        self._closed.set()
+        self._sock.close()
+
+    # -- one connection ---------------------------------------------------------------------
+    def _handle(self, conn: socket.socket) -> None:
+        sock: socket.socket = conn
+        try:
+            stream: BinaryIO = sock.makefile("rb")
+            code, body = m.read_startup(stream)
+            encrypted = False
+            while code in (m.SSL_REQUEST, m.GSSENC_REQUEST):
+                if code == m.SSL_REQUEST and self._ssl is not None and not encrypted:
+                    sock.sendall(b"S")
+                    sock = self._ssl.wrap_socket(sock, server_side=True)
+                    stream = sock.makefile("rb")
+                    encrypted = True
+                else:
+                    sock.sendall(b"N")
+                code, body = m.read_startup(stream)
+            if code == m.CANCEL_REQUEST:
+                self._cancel(*struct.unpack("!ii", body[:8]))
+                return
+            try:
+                self._serve(sock, stream, code, body, encrypted=encrypted)
+            except _Startup as err:
+                sock.sendall(m.fatal_response(err.code, str(err)))
+        except (EOFError, ConnectionError, ssl.SSLError, m.ProtocolViolation) as err:
+            log.debug("connection closed: %s", err)
+        except Exception:
+            log.exception("connection failed")
+        finally:
+            sock.close()
+
+    def _serve(
+        self, sock: socket.socket, stream: BinaryIO, code: int, body: bytes, *, encrypted: bool
+    ) -> None:
+        if code != m.PROTOCOL_3:
+            raise _Startup("0A000", f"unsupported frontend protocol {code >> 16}.{code & 0xFFFF}")
+        parts = body.split(b"\0")
+        params = {
+            k.decode(): v.decode() for k, v in zip(parts[::2], parts[1::2], strict=False) if k
+        }
+        if self.options.require_tls and not encrypted:
+            raise _Startup("28000", "this server accepts only TLS connections (sslmode=require)")
+        user = params.get("user", "")
+        if self.options.users:
+            self._authenticate(sock, stream, user)
+        pid, secret = next(self._pids), secrets.randbits(31)
+        sock.sendall(b"".join(self._greeting(params, pid, secret)))
+        session = Session(self.db, stream, sock.sendall, startup=params)
+        with self._lock:
+            self._sessions[pid] = (secret, session)
+        try:
+            session.run()
+        finally:
+            with self._lock:
+                self._sessions.pop(pid, None)
+
+    def _greeting(self, params: dict[str, str], pid: int, secret: int) -> list[bytes]:
+        status = {
+            "server_version": SERVER_VERSION,
+            "server_encoding": "UTF8",
+            "client_encoding": "UTF8",
+            "DateStyle": "ISO, MDY",
+            "TimeZone": "UTC",
+            "IntervalStyle": "postgres",
+            "integer_datetimes": "on",
+            "standard_conforming_strings": "on",
+            "is_superuser": "off",
+            "application_name": params.get("application_name", ""),
+            "session_authorization": params.get("user", ""),
+        }
+        out = [m.auth_ok()]
+        out += [m.parameter_status(k, v) for k, v in status.items()]
+        out.append(m.backend_key_data(pid, secret))
+        return out
+
+    def _authenticate(self, sock: socket.socket, stream: BinaryIO, user: str) -> None:
+        exchange = ScramExchange(self.options.users.get(user))
+        sock.sendall(m.auth_sasl([MECHANISM]))
+        try:
+            first = m.read_message(stream)
+            reader = m.Reader(first.payload)
+            mechanism = reader.cstring()
+            if first.kind != b"p" or mechanism != MECHANISM:
+                raise AuthFailed(f"expected SASL {MECHANISM}, got {mechanism!r}")
+            length = reader.int32()
+            sock.sendall(m.auth_sasl_continue(exchange.server_first(reader.raw(length))))
+            final = m.read_message(stream)
+            sock.sendall(m.auth_sasl_final(exchange.server_final(final.payload)))
+        except AuthFailed:
+            raise _Startup("28P01", f'password authentication failed for user "{user}"') from None
+
+    def _cancel(self, pid: int, secret: int) -> None:
+        with self._lock:
+            entry = self._sessions.get(pid)
+        if entry is None or entry[0] != secret:
+            log.info("ignored cancel request for unknown backend %d", pid)
+            return
+        log.info("cancel request for backend %d", pid)
+        entry[1].cancel()
+
+
+def _is_loopback(host: str) -> bool:
+    return host in {"127.0.0.1", "::1", "localhost"}
