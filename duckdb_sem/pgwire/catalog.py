@@ -62,14 +62,6 @@ REWRITES: tuple[tuple[re.Pattern[str], str], ...] = (
     (re.compile(r"\b(?:pg_catalog\.)?json_build_object\s*\(", _I), "json_object("),
     # SQLAlchemy: columns qualified as pg_catalog.pg_x.col (DuckDB binds them as pg_x.col)
     (re.compile(r"\bpg_catalog\.(pg_\w+)\.(\w+)\b(?!\s*\()", _I), r"\1.\2"),
-    # SQLAlchemy: DuckDB's pg_collation lacks collnamespace; use the compat view
-    (
-        re.compile(
-            r"\bpg_catalog\.pg_collation\b(?=\s+(?:JOIN|WHERE|LEFT|INNER|ON|ORDER|GROUP)\b|\s*\))",
-            _I,
-        ),
-        "__pg_collation AS pg_collation",
-    ),
     # psql \d, SQLAlchemy: regex match operator spelled as OPERATOR(pg_catalog.~)
     (re.compile(r"OPERATOR\(pg_catalog\.(~\*?|!~\*?)\)", _I), r"\1"),
     # psql: COLLATE pg_catalog.default
@@ -84,12 +76,27 @@ REWRITES: tuple[tuple[re.Pattern[str], str], ...] = (
 )
 
 
+# SQLAlchemy, postgres_fdw IMPORT FOREIGN SCHEMA: DuckDB's pg_collation lacks collnamespace
+_COLLATION = re.compile(
+    r"\b(FROM|JOIN)\s+(?:pg_catalog\.)?pg_collation\b(?!\.)(\s+(?:AS\s+)?(\w+))?", _I
+)
+_KEYWORDS = {"join", "where", "left", "right", "inner", "full", "cross", "on", "order", "group",
+             "limit", "union"}  # fmt: skip
+
+
+def _collation(match: re.Match[str]) -> str:
+    alias = match.group(3)
+    if alias and alias.lower() not in _KEYWORDS:
+        return f"{match.group(1)} __pg_collation AS {alias}"
+    return f"{match.group(1)} __pg_collation AS pg_collation{match.group(2) or ''}"
+
+
 def rewrite_catalog(sql: str) -> str:
     if "pg_" not in sql and "version" not in sql.lower() and "::" not in sql:
         return sql
     for pattern, replacement in REWRITES:
         sql = pattern.sub(replacement, sql)
-    return sql
+    return _COLLATION.sub(_collation, sql)
 
 
 def install_compat(con: duckdb.DuckDBPyConnection) -> None:
