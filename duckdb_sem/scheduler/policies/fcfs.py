@@ -1,34 +1,18 @@
-"""First come, first served: SEUs run in the order they were queued."""
+"""First come, first served: queries run in the order they arrived, SEU after SEU.
+
+A query that arrived first keeps precedence for all its later SEUs, so FCFS behaves like
+run-to-completion at query granularity (the classic head-of-line blocking baseline).
+"""
 
 from __future__ import annotations
 
-from duckdb_sem.scheduler.policies.base import Policy, QueuedSEU
+from duckdb_sem.scheduler.policies.base import KeyedPolicy, QueuedSEU
 
 __all__ = ["FCFS"]
 
 
-class FCFS(Policy):
+class FCFS(KeyedPolicy):
     name = "fcfs"
 
-    def __init__(self) -> None:
-        self._items: list[QueuedSEU] = []
-
-    def push(self, item: QueuedSEU) -> None:
-        self._items.append(item)
-
-    def pop(self, now: float) -> QueuedSEU | None:
-        if not self._items:
-            return None
-        best = min(self._items, key=lambda i: (i.query_arrival, i.seq))
-        self._items.remove(best)
-        return best
-
-    def remove(self, item: QueuedSEU) -> None:
-        if item in self._items:
-            self._items.remove(item)
-
-    def __len__(self) -> int:
-        return len(self._items)
-
-    def items(self) -> list[QueuedSEU]:
-        return list(self._items)
+    def key(self, item: QueuedSEU, now: float) -> tuple[float, ...]:
+        return (item.query_arrival,)

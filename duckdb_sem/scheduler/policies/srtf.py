@@ -1,48 +1,33 @@
-"""Shortest remaining (estimated) time first, with aging.
+"""Shortest remaining (estimated) time first, with aging (SeqoFlow's scheduler).
 
 The key of an item is ``remaining_cost / contribution - aging_rate * waited``: the query with the
 least estimated remaining LLM work runs first (fused work counts once for every query waiting on
-it), and every second of waiting lowers the key by ``aging_rate`` cost units, so a long query's
-wait is bounded: it overtakes any newcomer once it has waited ``(its cost - theirs) / aging_rate``.
+it), and every second an SEU waits lowers its key by ``aging_rate`` cost units. Since every
+competitor's key falls at the same rate, an item X queued at ``t0`` with cost ``c`` loses only to
+items that arrived before ``t0 + c / aging_rate``: its wait is bounded by the work of those, so a
+long query cannot starve (``tests/scheduler/test_bounded_wait.py`` checks this property).
+With ``aging_rate=0`` it is plain SRTF, which can starve long queries.
 """
 
 from __future__ import annotations
 
-from duckdb_sem.scheduler.policies.base import Policy, QueuedSEU
+from duckdb_sem.scheduler.policies.base import KeyedPolicy, QueuedSEU
 
-__all__ = ["SRTF"]
+__all__ = ["DEFAULT_AGING_RATE", "SRTF"]
+
+#: cost units (estimated tokens) per second of waiting; ``DUCKDB_SEM_AGING_RATE`` overrides it
+DEFAULT_AGING_RATE = 100.0
 
 
-class SRTF(Policy):
+class SRTF(KeyedPolicy):
     name = "srtf"
 
-    def __init__(self, *, aging_rate: float = 0.0) -> None:
+    def __init__(self, *, aging_rate: float = DEFAULT_AGING_RATE) -> None:
+        super().__init__()
         if aging_rate < 0:
             raise ValueError("aging_rate must be >= 0")
         self.aging_rate = aging_rate
-        self._items: list[QueuedSEU] = []
 
-    def key(self, item: QueuedSEU, now: float) -> tuple[float, float, int]:
+    def key(self, item: QueuedSEU, now: float) -> tuple[float, ...]:
         waited = max(0.0, now - item.arrival)
-        score = item.remaining_cost / max(item.contribution, 1e-9) - self.aging_rate * waited
-        return (score, item.query_arrival, item.seq)
-
-    def push(self, item: QueuedSEU) -> None:
-        self._items.append(item)
-
-    def pop(self, now: float) -> QueuedSEU | None:
-        if not self._items:
-            return None
-        best = min(self._items, key=lambda i: self.key(i, now))
-        self._items.remove(best)
-        return best
-
-    def remove(self, item: QueuedSEU) -> None:
-        if item in self._items:
-            self._items.remove(item)
-
-    def __len__(self) -> int:
-        return len(self._items)
-
-    def items(self) -> list[QueuedSEU]:
-        return list(self._items)
+        return (item.effective_cost - self.aging_rate * waited,)

@@ -1,0 +1,84 @@
+"""HeraSys-style joint scheduling: SRTF + contribution + anti-starvation, with resource skewing.
+
+The joint priority of a queued SEU is ``remaining_cost / contribution - aging_rate * waited``
+(smaller runs first): dynamic SRTF on the query's remaining estimate, divided by the summed
+contribution of every query waiting on the SEU (fused work is worth more), minus an
+anti-starvation term that grows with waiting time.
+
+Resource skewing: a dynamic threshold, the ``long_quantile`` of the effective remaining costs of
+the queued SEUs, splits them into long and short. Short ones go by priority; but the long ones'
+heavy work is guaranteed at least ``long_share`` of the tokens dispatched over the recent window:
+whenever their share has fallen below it and long work is waiting, the long SEU with the best
+priority runs next. This bounds tail latency where strict SRTF would starve long queries.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+
+from duckdb_sem.scheduler.policies.base import KeyedPolicy, QueuedSEU
+
+__all__ = ["Joint"]
+
+
+class Joint(KeyedPolicy):
+    name = "joint"
+
+    def __init__(
+        self,
+        *,
+        aging_rate: float = 100.0,
+        long_quantile: float = 0.75,
+        long_share: float = 0.2,
+        window: int = 32,
+    ) -> None:
+        super().__init__()
+        if aging_rate < 0 or not 0.0 < long_quantile < 1.0 or not 0.0 <= long_share < 1.0:
+            raise ValueError("joint needs aging_rate >= 0, 0 < long_quantile < 1, 0 <= share < 1")
+        self.aging_rate = aging_rate
+        self.long_quantile = long_quantile
+        self.long_share = long_share
+        self._recent: deque[tuple[float, bool]] = deque(maxlen=window)  # (tokens, was long)
+        self._last_long: dict[int, bool] = {}
+
+    def key(self, item: QueuedSEU, now: float) -> tuple[float, ...]:
+        waited = max(0.0, now - item.arrival)
+        return (item.effective_cost - self.aging_rate * waited,)
+
+    def threshold(self) -> float:
+        """The long/short boundary: a quantile of the queued effective remaining costs.
+
+        Items strictly above it are long, so a queue of equal costs has no long work."""
+        costs = sorted(i.effective_cost for i in self._items)
+        if not costs:
+            return float("inf")
+        return costs[int(self.long_quantile * (len(costs) - 1))]
+
+    def long_fraction(self) -> float:
+        total = sum(t for t, _ in self._recent)
+        return sum(t for t, long in self._recent if long) / total if total else 0.0
+
+    def pop(self, now: float) -> QueuedSEU | None:
+        if not self._items:
+            return None
+        cut = self.threshold()
+        long = [i for i in self._items if i.effective_cost > cut]
+        pool = self._items
+        if long and self.long_fraction() < self.long_share:
+            # guaranteed share for long queries' heavy work: the best long one, oldest first
+            pool = long
+        best = min(pool, key=lambda i: self._full_key(i, now))
+        self._items.remove(best)
+        self._last_long[best.seq] = best in long
+        return best
+
+    def remove(self, item: QueuedSEU) -> None:
+        super().remove(item)
+        self._last_long.pop(item.seq, None)
+
+    def push(self, item: QueuedSEU) -> None:
+        super().push(item)
+        self._last_long.pop(item.seq, None)  # a re-queued item is classified afresh
+
+    def dispatched(self, item: QueuedSEU, now: float) -> None:
+        self._recent.append((float(max(1, item.tokens)), self._last_long.pop(item.seq, False)))

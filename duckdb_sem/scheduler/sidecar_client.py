@@ -1,0 +1,104 @@
+"""The client side of the scheduler sidecar: a :class:`SchedulerClient` over HTTP.
+
+``SidecarClient(url)`` talks to ``duckdb-sem serve`` at ``http://HOST:PORT`` or
+``unix:///path/to.sock``. Each SEU is one POST answered with all its completions; ``submit``
+returns a future at once and waits on a small thread pool. Connection failures become
+:class:`~duckdb_sem.errors.SidecarError` with the URL and how to fix it; errors raised in the
+sidecar come back as the same class of the error tree.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from concurrent.futures import Future, ThreadPoolExecutor
+
+import httpx
+
+from duckdb_sem.errors import SidecarError
+from duckdb_sem.scheduler.protocol import decode_error, decode_result, encode_seu
+from duckdb_sem.scheduler.seu import SEU, SEUResult
+
+__all__ = ["SidecarClient"]
+
+log = logging.getLogger(__name__)
+
+_HINT = (
+    "start it with `duckdb-sem serve --backend SPEC --listen HOST:PORT`, or unset "
+    "DUCKDB_SEM_SCHEDULER (and the scheduler= option) to schedule in process"
+)
+
+
+class SidecarClient:
+    """Thread-safe; one per process and URL is enough (``scheduler_for`` shares it)."""
+
+    def __init__(self, url: str, *, connect_timeout: float = 5.0, workers: int = 64) -> None:
+        self.url = url
+        transport: httpx.HTTPTransport | None = None
+        base = url.rstrip("/")
+        if url.startswith("unix:"):
+            path = url.removeprefix("unix:").removeprefix("//")
+            transport = httpx.HTTPTransport(uds=path)
+            base = "http://sidecar"
+        elif not url.startswith(("http://", "https://")):
+            raise SidecarError(f"scheduler URL {url!r} must start with http:// or unix://")
+        limits = httpx.Limits(max_connections=workers, max_keepalive_connections=workers)
+        self._http = httpx.Client(
+            base_url=base,
+            transport=transport,
+            limits=limits,
+            timeout=httpx.Timeout(None, connect=connect_timeout),
+        )
+        self._pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="sem-sidecar")
+        health = self._get("/v1/health")
+        self.backend_id: str = str(health["backend_id"])
+        self.policy: str = str(health.get("policy", ""))
+
+    def _get(self, path: str) -> dict[str, object]:
+        try:
+            response = self._http.get(path, timeout=10.0)
+        except httpx.HTTPError as err:
+            raise SidecarError(
+                f"cannot reach the scheduler sidecar at {self.url} ({type(err).__name__}: {err}); "
+                + _HINT
+            ) from None
+        data: dict[str, object] = response.json()
+        return data
+
+    def status(self) -> dict[str, object]:
+        return self._get("/v1/status")
+
+    def submit(self, seu: SEU) -> Future[SEUResult]:
+        body = encode_seu(seu)
+        return self._pool.submit(self._post_seu, body)
+
+    def _post_seu(self, body: bytes) -> SEUResult:
+        try:
+            response = self._http.post(
+                "/v1/seu", content=body, headers={"Content-Type": "application/json"}
+            )
+        except httpx.HTTPError as err:
+            raise SidecarError(
+                f"the scheduler sidecar at {self.url} did not answer an SEU "
+                f"({type(err).__name__}: {err}); it may have died mid-query; " + _HINT
+            ) from None
+        return decode_result(response.content)
+
+    def _post(self, path: str, query_id: str) -> None:
+        try:
+            response = self._http.post(path, json={"query_id": query_id}, timeout=10.0)
+        except httpx.HTTPError as err:
+            log.warning("scheduler sidecar at %s: %s failed: %s", self.url, path, err)
+            return
+        if response.status_code != 200:
+            log.warning("scheduler sidecar: %s", decode_error(json.loads(response.content)))
+
+    def cancel(self, query_id: str) -> None:
+        self._post("/v1/cancel", query_id)
+
+    def finish_query(self, query_id: str) -> None:
+        self._post("/v1/finish", query_id)
+
+    def close(self) -> None:
+        self._pool.shutdown(wait=False, cancel_futures=True)
+        self._http.close()

@@ -1,0 +1,151 @@
+"""The scheduler sidecar: one process owns the backends and schedules every client's SEUs.
+
+A stdlib threading HTTP server (one thread per connection, HTTP/1.1 keep-alive) in front of one
+:class:`~duckdb_sem.scheduler.core.Scheduler`; the wire format is in :mod:`.protocol`. It
+listens on ``HOST:PORT`` or on a unix socket (``unix:/path/to.sock``). Start it with
+``duckdb-sem serve``; clients connect with :class:`~.sidecar_client.SidecarClient`.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import socketserver
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+from duckdb_sem.errors import QueryCancelledError, SemError
+from duckdb_sem.scheduler.core import Scheduler
+from duckdb_sem.scheduler.metrics import render_metrics
+from duckdb_sem.scheduler.protocol import decode_seu, encode_error, encode_result
+
+__all__ = ["SidecarServer", "parse_listen"]
+
+log = logging.getLogger(__name__)
+
+
+def parse_listen(listen: str) -> tuple[str, int] | str:
+    """``HOST:PORT`` -> (host, port); ``unix:/path`` -> the socket path."""
+    if listen.startswith("unix:"):
+        path = listen.removeprefix("unix:").removeprefix("//")
+        return path
+    host, sep, port = listen.rpartition(":")
+    if not sep or not port.isdigit():
+        from duckdb_sem.errors import ConfigError
+
+        raise ConfigError(f"--listen {listen!r}: use HOST:PORT (e.g. 127.0.0.1:7300) or unix:/path")
+    return (host or "127.0.0.1", int(port))
+
+
+class _Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    server: Any  # _TCPServer or _UnixServer, both carry .scheduler
+
+    def log_message(self, format: str, *args: Any) -> None:
+        log.debug("sidecar: " + format, *args)
+
+    def address_string(self) -> str:
+        return str(self.client_address[0]) if self.client_address else "unix"
+
+    def _send(self, status: int, body: bytes, content_type: str = "application/json") -> None:
+        self.send_response(status)
+        self.send_header("Content-Type", content_type)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def _body(self) -> bytes:
+        length = int(self.headers.get("Content-Length") or 0)
+        return self.rfile.read(length) if length else b""
+
+    def do_GET(self) -> None:
+        scheduler: Scheduler = self.server.scheduler
+        if self.path == "/v1/health":
+            body = {"ok": True, "backend_id": scheduler.backend_id, "policy": scheduler.policy.name}
+            self._send(200, json.dumps(body).encode())
+        elif self.path == "/v1/status":
+            self._send(200, json.dumps(scheduler.status()).encode())
+        elif self.path == "/metrics":
+            text = render_metrics(scheduler.status())
+            self._send(200, text.encode(), "text/plain; version=0.0.4")
+        else:
+            self._send(404, encode_error(SemError(f"no such path {self.path}")))
+
+    def do_POST(self) -> None:
+        scheduler: Scheduler = self.server.scheduler
+        try:
+            data = self._body()
+            if self.path == "/v1/seu":
+                seu = decode_seu(data)
+                result = scheduler.submit(seu).result()
+                self._send(200, encode_result(result))
+            elif self.path in ("/v1/cancel", "/v1/finish"):
+                query_id = str(json.loads(data)["query_id"])
+                if self.path == "/v1/cancel":
+                    scheduler.cancel(query_id)
+                else:
+                    scheduler.finish_query(query_id)
+                self._send(200, b'{"ok": true}')
+            else:
+                self._send(404, encode_error(SemError(f"no such path {self.path}")))
+        except QueryCancelledError as err:
+            self._send(409, encode_error(err))
+        except SemError as err:
+            self._send(500, encode_error(err))
+        except (ValueError, KeyError, TypeError) as err:
+            self._send(400, encode_error(SemError(f"bad request to {self.path}: {err}")))
+
+
+class _TCPServer(ThreadingHTTPServer):
+    daemon_threads = True
+    allow_reuse_address = True
+
+    def __init__(self, address: tuple[str, int], scheduler: Scheduler) -> None:
+        self.scheduler = scheduler
+        super().__init__(address, _Handler)
+
+
+class _UnixServer(socketserver.ThreadingMixIn, socketserver.UnixStreamServer):
+    daemon_threads = True
+
+    def __init__(self, path: str, scheduler: Scheduler) -> None:
+        self.scheduler = scheduler
+        if os.path.exists(path):
+            os.unlink(path)
+        super().__init__(path, _Handler)
+
+
+class SidecarServer:
+    """Serve ``scheduler`` on ``listen`` (``HOST:PORT``, port 0 picks one, or ``unix:/path``)."""
+
+    def __init__(self, scheduler: Scheduler, listen: str = "127.0.0.1:7300") -> None:
+        self.scheduler = scheduler
+        where = parse_listen(listen)
+        self._server: socketserver.BaseServer
+        if isinstance(where, str):
+            self._server = _UnixServer(where, scheduler)
+            self.url = f"unix://{where}"
+        else:
+            tcp = _TCPServer(where, scheduler)
+            self._server = tcp
+            self.url = f"http://{where[0]}:{tcp.server_port}"
+        self._thread: threading.Thread | None = None
+
+    def serve_forever(self) -> None:
+        self._server.serve_forever(poll_interval=0.2)
+
+    def start(self) -> SidecarServer:
+        """Serve on a background thread (tests, benchmarks); returns self."""
+        self._thread = threading.Thread(target=self.serve_forever, name="sem-sidecar", daemon=True)
+        self._thread.start()
+        return self
+
+    def shutdown(self) -> None:
+        self._server.shutdown()
+        self._server.server_close()
+        if isinstance(self._server, _UnixServer):
+            path = self.url.removeprefix("unix://")
+            if os.path.exists(path):
+                os.unlink(path)
