@@ -26,8 +26,36 @@ from duckdb_sem.llm.request import LLMRequest, Task
 __all__ = ["HashOracle", "LookupOracle", "NoLabel", "Oracle", "estimate_tokens", "unit_hash"]
 
 _WORDS = tuple(
-    "data query model answer review movie plot value record table filter join result token "
-    "system batch cost plan user text label score river stone light green quick report".split()
+    [
+        "data",
+        "query",
+        "model",
+        "answer",
+        "review",
+        "movie",
+        "plot",
+        "value",
+        "record",
+        "table",
+        "filter",
+        "join",
+        "result",
+        "token",
+        "system",
+        "batch",
+        "cost",
+        "plan",
+        "user",
+        "text",
+        "label",
+        "score",
+        "river",
+        "stone",
+        "light",
+        "green",
+        "quick",
+        "report",
+    ]
 )
 
 

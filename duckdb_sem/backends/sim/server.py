@@ -57,8 +57,7 @@ class SimServer:
         self.model_id = f"SIMULATED-{backend.profile.model}"
         self.started = int(time.time())
         handler = type("_Handler", (_Handler,), {"sim": self})
-        self.httpd = ThreadingHTTPServer((host, port), handler)
-        self.httpd.daemon_threads = True
+        self.httpd = _Server((host, port), handler)
         self._thread: threading.Thread | None = None
 
     @property
@@ -160,6 +159,11 @@ def _to_request(body: dict[str, Any], *, chat: bool) -> tuple[LLMRequest, int]:
     )
     operator = OperatorKind.FILTER if decide else OperatorKind.MAP
     return LLMRequest(operator, prefix, row, output, params), top
+
+
+class _Server(ThreadingHTTPServer):
+    daemon_threads = True
+    request_queue_size = 1024  # the stdlib's 5 resets bursts of concurrent clients
 
 
 class _Handler(BaseHTTPRequestHandler):

@@ -1,0 +1,108 @@
+"""The SIMULATED server over real sockets: the ``openai:`` backend and plain HTTP clients."""
+
+from __future__ import annotations
+
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+
+import httpx
+import pytest
+
+from duckdb_sem.backends.openai import OpenAIBackend
+from duckdb_sem.backends.registry import create_backend
+from duckdb_sem.backends.sim.backend import create
+from duckdb_sem.backends.sim.oracles import estimate_tokens
+from duckdb_sem.backends.sim.server import SimServer, decision_logprobs
+from duckdb_sem.errors import ConfigError
+from duckdb_sem.llm.prompts import build_request
+from duckdb_sem.llm.request import OperatorKind
+
+
+@pytest.fixture
+def server() -> Iterator[SimServer]:
+    backend = create("sim:default?selectivity=0.3&seed=1")
+    sim = SimServer(backend).start()
+    yield sim
+    sim.close()
+    backend.close()
+
+
+def test_openai_backend_over_sim_server_matches_direct_sim(server: SimServer) -> None:
+    remote = create_backend(f"openai:{server.base_url}")
+    assert isinstance(remote, OpenAIBackend) and remote.server_kind == "sim"
+    assert remote.simulated and remote.describe().startswith("SIMULATED")
+    direct = create_backend("sim:default?selectivity=0.3&seed=1")
+    reqs = [build_request(OperatorKind.FILTER, f"review {i}") for i in range(60)]
+    over_http = remote.complete(reqs)
+    local = direct.complete(reqs)
+    assert [c.value for c in over_http] == [c.value for c in local]
+    assert [c.score for c in over_http] == pytest.approx([c.score for c in local], abs=1e-6)
+    assert 5 < sum(bool(c.value) for c in local) < 35
+    assert server.backend.virtual_seconds > 0
+    assert remote.count_tokens("four words right here") == estimate_tokens("four words right here")
+    assert remote.load().running == 0
+    remote.close()
+    direct.close()
+
+
+def test_plain_clients_see_simulated_everywhere(server: SimServer) -> None:
+    root = server.base_url.removesuffix("/v1")
+    with httpx.Client() as client:
+        assert client.get(root + "/health").json()["simulated"] is True
+        model = client.get(server.base_url + "/models").json()["data"][0]
+        assert model["id"].startswith("SIMULATED-") and "SIMULATED" in model["description"]
+        body = {"model": model["id"], "prompt": "Is this good?", "max_tokens": 1, "logprobs": 2}
+        resp = client.post(server.base_url + "/completions", json=body)
+        assert resp.headers["X-Simulated"].startswith("duckdb-sem")
+        data = resp.json()
+        assert data["system_fingerprint"].startswith("SIMULATED")
+        assert data["choices"][0]["text"] in ("yes", "no")
+        assert set(data["choices"][0]["logprobs"]["top_logprobs"][0]) == {"yes", "no"}
+        chat = {"model": model["id"], "messages": [{"role": "user", "content": "hi"}]}
+        text = client.post(server.base_url + "/chat/completions", json=chat).json()
+        assert text["choices"][0]["message"]["content"]
+        wrong = client.post(server.base_url + "/chat/completions", json={**chat, "model": "gpt"})
+        assert wrong.status_code == 404
+        assert "vllm:num_requests_running" in client.get(root + "/metrics").text
+    yes, no = decision_logprobs(2.0)
+    assert yes - no == pytest.approx(2.0) and yes > no
+
+
+def test_wrong_model_name_is_a_clear_error(server: SimServer) -> None:
+    with pytest.raises(ConfigError, match="is not served"):
+        create_backend(f"openai:{server.base_url}?model=Qwen3-32B")
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+@pytest.mark.integration
+def test_cli_sim_server_process() -> None:
+    port = _free_port()
+    code = "from duckdb_sem.cli.main import main; main()"
+    cmd = [sys.executable, "-c", code, "sim-server", "--profile", "tiny", "--listen",
+           f"127.0.0.1:{port}", "--selectivity", "1.0"]  # fmt: skip
+    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        url = f"http://127.0.0.1:{port}/v1"
+        deadline = time.monotonic() + 30
+        while True:
+            assert proc.poll() is None and time.monotonic() < deadline, "sim-server did not start"
+            try:
+                httpx.get(url + "/models", timeout=1)
+                break
+            except httpx.TransportError:
+                time.sleep(0.1)
+        backend = create_backend(f"openai:{url}")
+        out = backend.complete([build_request(OperatorKind.FILTER, "anything")])
+        assert out[0].value is True
+        backend.close()
+    finally:
+        proc.terminate()
+        proc.wait(10)
