@@ -63,6 +63,7 @@ class _Pending:
     signature: str
     request: LLMRequest
     tokens: int
+    key: str = ""  # the fusion key: the signature, unless fusion is off
     waiters: list[tuple[_Waiter, int]] = field(default_factory=list)
     item: QueuedSEU | None = None  # the queue item that will run it, while queued
 
@@ -88,6 +89,7 @@ class Scheduler:
         executor: Executor | None = None,
         limits: Sequence[ReplicaLimits] | None = None,
         aging_rate: float | None = None,
+        fusion: bool = True,
     ) -> None:
         if not backends:
             raise SchedulerError("a scheduler needs at least one backend")
@@ -103,6 +105,7 @@ class Scheduler:
         )
         self.cache = cache
         self.clock = clock
+        self.fusion = fusion  # False only for ablations: identical requests then run again
         lims = list(limits) if limits else [ReplicaLimits.for_backend(b) for b in backends]
         self.replicas = [
             ReplicaState(i, b, lim) for i, (b, lim) in enumerate(zip(backends, lims, strict=True))
@@ -145,10 +148,11 @@ class Scheduler:
                 if hit is not None:
                     self._fill(waiter, index, hit, Served.CACHE)
                     continue
-                pending = self._pending.get(sig)
+                key = sig if self.fusion else f"{sig}#{id(waiter)}#{index}"
+                pending = self._pending.get(key)
                 if pending is None:
-                    pending = _Pending(sig, request, estimate_tokens(request))
-                    self._pending[sig] = pending
+                    pending = _Pending(sig, request, estimate_tokens(request), key)
+                    self._pending[key] = pending
                     new_work.append(pending)
                 else:
                     if pending.item is not None and all(
@@ -197,7 +201,7 @@ class Scheduler:
                     work = self._item_work.get(pending.item, [])
                     if pending in work:
                         work.remove(pending)
-                    del self._pending[pending.signature]
+                    del self._pending[pending.key]
                     if not work:
                         self.policy.remove(pending.item)
                         self._item_work.pop(pending.item, None)
@@ -233,8 +237,8 @@ class Scheduler:
             now = self.clock()
             replica = running.replica
             for pending, completion in zip(chunk, completions, strict=True):
-                if self._pending.get(pending.signature) is pending:
-                    del self._pending[pending.signature]
+                if self._pending.get(pending.key) is pending:
+                    del self._pending[pending.key]
                 if self.cache is not None and completion.error is None:
                     self._recent[pending.signature] = completion
                     if len(self._recent) > _RECENT:
@@ -255,8 +259,8 @@ class Scheduler:
             if running is None:
                 return
             for pending in running.work[running.answered :]:
-                if self._pending.get(pending.signature) is pending:
-                    del self._pending[pending.signature]
+                if self._pending.get(pending.key) is pending:
+                    del self._pending[pending.key]
                 for waiter, _ in pending.waiters:
                     self._fail_waiter(waiter, error)
                 running.replica.requests -= 1

@@ -1,0 +1,120 @@
+"""``duckdb-sem serve``: run the scheduler sidecar that every connection and process can share.
+
+Example::
+
+    duckdb-sem serve --backend llama: --listen 127.0.0.1:7300 --policy srtf
+    DUCKDB_SEM_SCHEDULER=http://127.0.0.1:7300 python my_app.py
+
+Give ``--backend`` several times for replicas of one model (e.g. two vLLM servers); new work
+goes to the least loaded one. ``--listen unix:/path/sem.sock`` serves on a unix socket.
+"""
+
+from __future__ import annotations
+
+import logging
+import signal
+import sys
+import threading
+from pathlib import Path
+from types import FrameType
+
+import click
+
+from duckdb_sem.backends.registry import create_backend
+from duckdb_sem.config import default_cache_path
+from duckdb_sem.scheduler.admission import ReplicaLimits
+from duckdb_sem.scheduler.core import Scheduler
+from duckdb_sem.scheduler.policies import POLICIES, make_policy
+from duckdb_sem.scheduler.shared import open_cache
+from duckdb_sem.scheduler.sidecar_server import SidecarServer
+
+__all__ = ["serve"]
+
+log = logging.getLogger(__name__)
+
+
+@click.command()
+@click.option(
+    "--backend",
+    "backends",
+    multiple=True,
+    envvar="DUCKDB_SEM_BACKEND",
+    default=("llama:",),
+    show_default=True,
+    help="Backend spec; repeat for replicas of the same model.",
+)
+@click.option(
+    "--listen", default="127.0.0.1:7300", show_default=True, help="HOST:PORT or unix:/path."
+)
+@click.option(
+    "--policy",
+    type=click.Choice(POLICIES),
+    envvar="DUCKDB_SEM_POLICY",
+    default="srtf",
+    show_default=True,
+)
+@click.option(
+    "--aging-rate",
+    type=float,
+    envvar="DUCKDB_SEM_AGING_RATE",
+    default=None,
+    help="srtf/joint: cost units (tokens) per second of waiting [default: 100].",
+)
+@click.option(
+    "--cache",
+    envvar="DUCKDB_SEM_CACHE",
+    default=None,
+    help="LLM-call cache file, or 'off' [default: ~/.cache/duckdb-sem/llm_cache.sqlite].",
+)
+@click.option("--max-inflight-requests", type=int, default=None, help="Per replica.")
+@click.option("--max-inflight-tokens", type=int, default=None, help="Per replica (estimated).")
+def serve(
+    backends: tuple[str, ...],
+    listen: str,
+    policy: str,
+    aging_rate: float | None,
+    cache: str | None,
+    max_inflight_requests: int | None,
+    max_inflight_tokens: int | None,
+) -> None:
+    """Run the scheduler sidecar: one queue, one cache and fusion for every client."""
+    built = [create_backend(spec) for spec in backends]
+    limits = [
+        ReplicaLimits.for_backend(
+            b, max_requests=max_inflight_requests, max_tokens=max_inflight_tokens
+        )
+        for b in built
+    ]
+    cache_path = None
+    if cache is None:
+        cache_path = default_cache_path()
+    elif cache.lower() not in {"off", "none", "0", "false", ""}:
+        cache_path = Path(cache).expanduser()
+    scheduler = Scheduler(
+        built,
+        policy=make_policy(policy, aging_rate=aging_rate),
+        cache=open_cache(cache_path),
+        limits=limits,
+    )
+    server = SidecarServer(scheduler, listen)
+    stop = threading.Event()
+
+    def _stop(signum: int, frame: FrameType | None) -> None:
+        stop.set()
+
+    signal.signal(signal.SIGTERM, _stop)
+    signal.signal(signal.SIGINT, _stop)
+    server.start()
+    described = "; ".join(b.describe() for b in built)
+    click.echo(
+        f"duckdb-sem scheduler listening on {server.url} (policy {policy}, "
+        f"{len(built)} replica(s): {described}, cache {cache_path or 'off'})",
+        err=True,
+    )
+    sys.stderr.flush()
+    stop.wait()
+    click.echo("duckdb-sem scheduler: shutting down", err=True)
+    server.shutdown()
+    scheduler.close()
+    for backend in built:
+        backend.close()
