@@ -1,0 +1,264 @@
+"""What a statement reads besides the catalog: caller-scope DataFrames and table functions.
+
+Before a statement is bound, :meth:`SourceRegistry.open`
+
+1. registers pandas DataFrames, Arrow tables/readers and other Arrow streams that the statement
+   names and that live in the *caller's* scope (the first frame outside duckdb-sem), as DuckDB's
+   replacement scans do for SQL run in the same frame. Our binding and plan executor query DuckDB
+   from inside this package, where DuckDB's own lookup would not see the caller's variables.
+   Catalog tables and views win over Python variables, as in DuckDB;
+2. replaces each semantic table function (``surface.table_functions``) by a registered
+   :class:`~duckdb_sem.runtime.table_sources.LazyArrowSource`. Inputs are read (through the
+   connection, so semantic calls in an input query are bound and optimized) when the statement
+   is opened; the function's own LLM work runs when DuckDB pulls batches.
+
+Registrations live as long as the :class:`Statement` (held by the relation the statement
+returned, or until the next ``execute``); they are dropped at the start of a later statement.
+"""
+
+from __future__ import annotations
+
+import importlib
+import itertools
+import re
+import sys
+import weakref
+from collections.abc import Iterator
+from types import FrameType
+from typing import TYPE_CHECKING, Any
+
+import duckdb
+import pyarrow as pa
+import sqlglot
+from sqlglot import exp
+
+from duckdb_sem.errors import BindError, SemError
+from duckdb_sem.runtime import table_sources as ts
+from duckdb_sem.surface.table_functions import TableCall, bind_fields, rewrite_table_functions
+
+if TYPE_CHECKING:
+    from duckdb_sem.connection import SemConnection
+
+__all__ = ["SourceRegistry", "Statement", "caller_frame", "is_arrow_like"]
+
+_WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+_serials = itertools.count(1)
+_OURS = {"duckdb_sem", "duckdb"}
+
+
+def caller_frame() -> FrameType | None:
+    """The innermost frame whose code is not duckdb-sem's (nor DuckDB's)."""
+    frame: FrameType | None = sys._getframe(1)
+    while frame is not None:
+        module = str(frame.f_globals.get("__name__", ""))
+        if not module.startswith(("duckdb_sem.", "duckdb.")) and module not in _OURS:
+            return frame
+        frame = frame.f_back
+    return None
+
+
+def is_arrow_like(obj: object) -> bool:
+    """Objects DuckDB scans like tables: DataFrames, Arrow tables, readers and streams."""
+    if isinstance(obj, type):
+        return False
+    if isinstance(obj, pa.Table | pa.RecordBatch | pa.RecordBatchReader):
+        return True
+    cls = type(obj)
+    if cls.__name__ == "DataFrame" and cls.__module__.split(".")[0] in {"pandas", "polars"}:
+        return True
+    return hasattr(obj, "__arrow_c_stream__")
+
+
+class Statement:
+    """The rewritten SQL of one statement, keeping its registered sources alive."""
+
+    def __init__(self, sql: str, serial: int) -> None:
+        self.sql = sql
+        self.serial = serial
+        self.names: list[str] = []
+
+
+class SourceRegistry:
+    """Per-connection registrations of caller-scope objects and table-function streams."""
+
+    def __init__(self, owner: SemConnection) -> None:
+        self._owner = owner
+        self._owners: dict[str, int] = {}  # registered name -> serial of its statement
+        self._pending: list[tuple[list[str], int]] = []
+        self._pinned: Statement | None = None
+        self._tf = itertools.count(1)
+
+    def open(self, sql: str, *, pin: bool = False) -> Statement:
+        """Register what ``sql`` reads from Python and rewrite its table functions."""
+        statement = self._new(sql)
+        for name, obj in self.caller_objects(sql).items():
+            self._register(statement, name, obj)
+        statement.sql = rewrite_table_functions(
+            sql, lambda call, _alias: self._open_call(statement, call)
+        )
+        if pin:
+            self._pinned = statement
+        return statement
+
+    def hold(self, objects: dict[str, object]) -> Statement:
+        """Register ``objects`` by name for as long as the returned holder lives."""
+        statement = self._new("")
+        for name, obj in objects.items():
+            self._register(statement, name, obj)
+        return statement
+
+    def caller_objects(self, sql: str) -> dict[str, object]:
+        """The caller-scope DataFrames/Arrow objects ``sql`` reads that the catalog lacks."""
+        frame = caller_frame()
+        try:
+            return self._caller_objects(sql, frame)
+        finally:
+            del frame
+
+    def unique_name(self, kind: str) -> str:
+        return f"__sem_{kind}_{id(self):x}_{next(self._tf)}"
+
+    # -- internals ------------------------------------------------------------------------------
+    def _new(self, sql: str) -> Statement:
+        self._flush()
+        statement = Statement(sql, next(_serials))
+        weakref.finalize(statement, _defer, self._pending, statement.names, statement.serial)
+        return statement
+
+    def _register(self, statement: Statement, name: str, obj: object) -> None:
+        self._owner.duckdb.register(name, obj)
+        self._owners[name] = statement.serial
+        statement.names.append(name)
+
+    def _flush(self) -> None:
+        while self._pending:
+            names, serial = self._pending.pop()
+            for name in names:
+                if self._owners.get(name) == serial:
+                    del self._owners[name]
+                    self._owner.duckdb.unregister(name)
+
+    def _caller_objects(self, sql: str, frame: FrameType | None) -> dict[str, object]:
+        if frame is None:
+            return {}
+        scopes = (frame.f_locals, frame.f_globals)
+        found: dict[str, object] = {}
+        for word in dict.fromkeys(_WORD.findall(sql)):
+            for scope in scopes:
+                if word in scope:
+                    if is_arrow_like(scope[word]):
+                        found[word] = scope[word]
+                    break
+        if not found:
+            return found
+        tables = _table_names(sql)
+        return {
+            name: obj
+            for name, obj in found.items()
+            if (tables is None or name.lower() in tables)
+            and (name in self._owners or not self._in_catalog(name))
+        }
+
+    def _in_catalog(self, name: str) -> bool:
+        rows = self._owner.duckdb.execute(
+            "SELECT 1 FROM information_schema.tables WHERE lower(table_name) = lower(?) LIMIT 1",
+            [name],
+        ).fetchall()
+        return bool(rows)
+
+    def _open_call(self, statement: Statement, call: TableCall) -> str:
+        tables = [self._read_input(call, sql) for sql in call.inputs]
+        fields = bind_fields(call, [t.schema.names for t in tables])
+        columns = [col for _, col in fields.refs]
+        session = self._owner.session
+
+        def query() -> Any:
+            return session.query
+
+        def remember(err: SemError) -> None:
+            session.last_error = err
+
+        batch = self._owner.settings.batch_size
+        engine = session.engine
+        if call.name == "sem_topk":
+            assert call.k is not None
+            schema = ts.topk_schema(tables[0].schema)
+            produce = lambda: ts.topk_batches(  # noqa: E731
+                tables[0], fields.template, columns, call.k or 1, engine=engine, query=query
+            )
+        elif call.name == "sem_extract":
+            assert call.struct is not None
+            struct = call.struct
+            schema = ts.extract_schema(tables[0].schema, struct)
+            produce = lambda: ts.extract_batches(  # noqa: E731
+                tables[0], fields.template, columns, struct, engine=engine, query=query,
+                batch_size=batch,
+            )  # fmt: skip
+        else:
+            left, right = tables
+            names = ts.unique_names([*left.schema.names, *right.schema.names])
+            schema = pa.schema([f.with_name(n) for f, n in zip([*left.schema, *right.schema],
+                                                                names, strict=True)])  # fmt: skip
+            produce = lambda: self._join(left, right, fields, names, query)  # noqa: E731
+        name = self.unique_name("tf")
+        self._register(statement, name, ts.LazyArrowSource(schema, produce, on_error=remember))
+        return name
+
+    def _read_input(self, call: TableCall, sql: str) -> pa.Table:
+        try:
+            table: pa.Table = self._owner.sql(sql).to_arrow_table()
+        except duckdb.Error as err:
+            raise BindError(f"{call.name}: cannot read input {sql!r}: {err}") from None
+        return table
+
+    def _join(
+        self, left: pa.Table, right: pa.Table, fields: Any, names: list[str], query: Any
+    ) -> Iterator[pa.RecordBatch]:
+        """The matching pairs, planned and run by the optimizer on a cursor.
+
+        The cursor is a second connection to the same database: code running inside a DuckDB
+        scan may not use the scanning connection.
+        """
+        cursor = self._owner.duckdb.cursor()
+        try:
+            cursor.register("__sem_left", left)
+            cursor.register("__sem_right", right)
+            sides = [("l", c) for c in left.schema.names] + [("r", c) for c in right.schema.names]
+            items = ", ".join(f"{s}.{_q(c)} AS {_q(n)}" for (s, c), n in zip(sides, names,
+                                                                           strict=True))  # fmt: skip
+            args = ", ".join(f"{'lr'[side]}.{_q(col)}" for side, col in fields.refs)
+            literal = exp.Literal.string(fields.template).sql(dialect="duckdb")
+            sql = (
+                f"SELECT {items} FROM __sem_left AS l CROSS JOIN __sem_right AS r "
+                f"WHERE sem_join({literal}, {args})"
+            )
+            optimizer = importlib.import_module("duckdb_sem.optimizer")
+            runtime = importlib.import_module("duckdb_sem.runtime.execute_plan")
+            plan = optimizer.plan_query(cursor, sql)
+            batch = self._owner.settings.batch_size
+            result = runtime.execute_plan(cursor, plan, self._owner.session.engine, query(),
+                                          batch_size=max(batch, 1))  # fmt: skip
+            yield from result.to_batches(max_chunksize=max(batch, 1))
+        finally:
+            cursor.close()
+
+
+def _defer(pending: list[tuple[list[str], int]], names: list[str], serial: int) -> None:
+    # Runs at garbage collection, maybe inside a DuckDB scan: only note; the next statement
+    # unregisters.
+    pending.append((names, serial))
+
+
+def _q(name: str) -> str:
+    return '"' + name.replace('"', '""') + '"'
+
+
+def _table_names(sql: str) -> set[str] | None:
+    """Lower-case names of the tables ``sql`` reads (CTEs excluded); None if it does not parse."""
+    try:
+        tree = sqlglot.parse_one(sql, dialect="duckdb")
+    except sqlglot.errors.ParseError:
+        return None
+    ctes = {cte.alias_or_name.lower() for cte in tree.find_all(exp.CTE)}
+    names = {t.name.lower() for t in tree.find_all(exp.Table) if t.name and not t.db}
+    return names - ctes
