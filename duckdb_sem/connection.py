@@ -19,7 +19,9 @@ import duckdb
 
 from duckdb_sem.config import Settings
 from duckdb_sem.errors import PlanError, QueryCancelledError
+from duckdb_sem.relation import SemRelation
 from duckdb_sem.runtime.context import Progress, QueryStats
+from duckdb_sem.sources import SourceRegistry
 from duckdb_sem.surface.bind import BoundQuery, bind_sql
 from duckdb_sem.surface.udfs import SemSession
 
@@ -28,42 +30,6 @@ __all__ = ["SemConnection", "SemRelation"]
 log = logging.getLogger(__name__)
 
 _EXPLAIN = re.compile(r"^\s*EXPLAIN\s+(ANALYZE\s+)?SEMANTIC\s+", re.IGNORECASE)
-
-
-class SemRelation:
-    """A DuckDB relation whose fetches translate UDF failures back into duckdb-sem errors."""
-
-    def __init__(self, relation: duckdb.DuckDBPyRelation, owner: SemConnection) -> None:
-        self._rel = relation
-        self._owner = owner
-
-    def __getattr__(self, name: str) -> Any:
-        attr = getattr(self._rel, name)
-        if name in {
-            "fetchall",
-            "fetchone",
-            "fetchmany",
-            "arrow",
-            "df",
-            "fetchdf",
-            "pl",
-            "fetchnumpy",
-            "fetch_arrow_table",
-            "to_arrow_table",
-            "to_arrow_reader",
-            "show",
-            "execute",
-            "write_csv",
-            "write_parquet",
-            "to_df",
-            "create",
-            "insert",
-        }:
-            return self._owner._translating(attr)
-        return attr
-
-    def __repr__(self) -> str:
-        return repr(self._rel)
 
 
 class SemConnection:
@@ -82,6 +48,7 @@ class SemConnection:
         self.optimize = optimize
         self.on_progress: Callable[[Progress], None] | None = None
         self._result_view: str | None = None
+        self._sources = SourceRegistry(self)  # caller-scope DataFrames, table functions
 
     # -- DuckDB-compatible surface --------------------------------------------------------
     def sql(self, query: str, *, params: Sequence[Any] | None = None) -> SemRelation:
@@ -89,18 +56,21 @@ class SemConnection:
         explained = self._maybe_explain(query)
         if explained is not None:
             return SemRelation(self._con.sql("SELECT unnest($1) AS plan", params=[explained]), self)
+        statement = self._sources.open(query)
+        query = statement.sql
         bound = self._prepare(query)
         planned = self._run_planned(query, bound, params)
         if planned is not None:
-            return SemRelation(self._con.from_arrow(planned), self)
+            return SemRelation(self._con.from_arrow(planned), self, keep=statement)
         rel = self._translating(self._con.sql)(bound.sql, params=params)
-        return SemRelation(rel, self)
+        return SemRelation(rel, self, keep=statement)
 
     def execute(self, query: str, parameters: Sequence[Any] | None = None) -> SemConnection:
         explained = self._maybe_explain(query)
         if explained is not None:
             self._con.execute("SELECT unnest($1) AS plan", [explained])
             return self
+        query = self._sources.open(query, pin=True).sql
         bound = self._prepare(query)
         planned = self._run_planned(query, bound, parameters)
         if planned is not None:
@@ -135,6 +105,16 @@ class SemConnection:
         return self._translating(self._con.df)()
 
     fetchdf = df
+
+    def table(self, name: str) -> SemRelation:
+        """A table, view or caller-scope DataFrame as a relation with ``sem_*`` methods."""
+        return SemRelation.of_table(self, name)
+
+    def from_df(self, df: Any) -> SemRelation:
+        return SemRelation.of_object(self, df)
+
+    def from_arrow(self, table: Any) -> SemRelation:
+        return SemRelation.of_object(self, table)
 
     @property
     def description(self) -> Any:
