@@ -23,7 +23,7 @@ from duckdb_sem.optimizer.explain import explain_choice
 from duckdb_sem.plan.build import build_plan
 from duckdb_sem.plan.logical import LogicalPlan
 from duckdb_sem.plan.nodes import Node, Scan
-from duckdb_sem.runtime.execute_plan import Actual, Evaluator, execute_plan
+from duckdb_sem.runtime.execute_plan import Actual, Evaluator
 
 __all__ = [
     "DEFAULTS",
@@ -114,15 +114,27 @@ def explain_semantic(
     ``engine`` and ``query`` default to the SemConnection's session (a fresh query context).
     """
     choice, model = optimize(con, sql, stats=stats)
-    actuals: dict[tuple[int, ...], Actual] | None = None
-    if analyze:
-        session = getattr(con, "session", None)
-        if engine is None:
-            if session is None:
-                raise PlanError("EXPLAIN ANALYZE SEMANTIC needs an engine; pass engine=")
-            engine = session.engine
-        if query is None and session is not None:
-            query = session.new_query()
-        actuals = {}
-        execute_plan(con, choice.best.plan, engine, query, actuals=actuals)
-    return explain_choice(choice, model, runner_ups=runner_ups, actuals=actuals)
+    if not analyze:
+        return explain_choice(choice, model, runner_ups=runner_ups)
+    session = getattr(con, "session", None)
+    if engine is None:
+        if session is None:
+            raise PlanError("EXPLAIN ANALYZE SEMANTIC needs an engine; pass engine=")
+        engine = session.engine
+    if query is None and session is not None:
+        query = session.new_query()
+    # Run it on the SEU loop: the chosen plan is the one the estimator's profile picks, the
+    # per-operator actuals are those of the batches that ran on it, and the estimation report
+    # (per-SEU estimate vs actual, plan switches, the estimator's own time) follows the tree.
+    from duckdb_sem.runtime.entry import prepare, start
+    from duckdb_sem.runtime.progress import RuntimeOptions
+
+    options = getattr(con, "runtime", None) or RuntimeOptions()
+    prepared = prepare(_raw(con), sql, engine, options)
+    actuals: dict[tuple[int, ...], Actual] = {}
+    run = start(_raw(con), prepared, engine, query, options, actuals=actuals)
+    for _ in run.batches():
+        pass
+    model = CostModel(table_rows=prepared.table_rows, stats=prepared.stats)
+    text = explain_choice(prepared.choice, model, runner_ups=runner_ups, actuals=actuals)
+    return "\n".join([text, *run.report().lines()])

@@ -66,6 +66,10 @@ class QueryContext:
     _lock: threading.Lock = field(default_factory=threading.Lock)
     # In-query memo: identical requests run once per query even without a persistent cache.
     memo: dict[str, object] = field(default_factory=dict)
+    # The SEU loop's estimate of the LLM cost left (token-equivalents); None: not planned.
+    remaining_cost: float | None = None
+    # The running plan-level query (``runtime.seu_loop.QueryRun``), for ``query_progress()``.
+    run: object | None = None
 
     def add(self, **deltas: float) -> None:
         with self._lock:

@@ -41,7 +41,7 @@ from duckdb_sem.plan.nodes import (
     quote,
 )
 
-__all__ = ["Actual", "Evaluator", "execute_plan"]
+__all__ = ["Actual", "Evaluator", "execute_plan", "split_sink"]
 
 Path = tuple[int, ...]
 _names = itertools.count()
@@ -110,8 +110,11 @@ class _Run:
         query: Any,
         batch_size: int,
         actuals: dict[Path, Actual] | None,
+        overrides: dict[int, str] | None = None,
     ) -> None:
         self.con = con
+        # id(node) -> SQL that stands for it (the SEU loop's current batch, or its results)
+        self.overrides = overrides or {}
         self.engine = engine
         self.query = query
         self.batch_size = batch_size
@@ -172,6 +175,8 @@ class _Run:
     # -- relational SQL ------------------------------------------------------------------------
     def rel(self, node: Node, path: Path) -> str:
         """SQL whose columns are the attributes of ``node``."""
+        if id(node) in self.overrides:
+            return self.overrides[id(node)]
         if isinstance(node, Scan):
             cols = ", ".join(f"{quote(node.alias)}.{quote(c)} AS {quote(node.alias + '.' + c)}"
                              for c in node.columns)  # fmt: skip
@@ -280,6 +285,17 @@ class _Run:
         actual = self.actuals.setdefault(path, Actual())
         for key, value in deltas.items():
             setattr(actual, key, getattr(actual, key) + value)
+
+
+def split_sink(root: Node) -> tuple[list[Node], Node, Path]:
+    """The set-wise sink above the row-wise region: (sink nodes top down, region, its path)."""
+    sink: list[Node] = []
+    node: Node = root
+    path: Path = ()
+    while isinstance(node, SemAgg | Limit | Sort | Project | Aggregate):
+        sink.append(node)
+        node, path = node.children[0], (*path, 0)
+    return sink, node, path
 
 
 def _join_sql(left: str, right: str, condition: str | None) -> str:

@@ -109,6 +109,8 @@ class SemEngine:
         for start in range(0, len(items), self.batch_size):
             chunk = items[start : start + self.batch_size]
             remaining = float(sum(len(r.row) for _, r in items[start:])) / 4.0
+            if query.remaining_cost is not None:  # the estimator's figure, when planned
+                remaining = max(query.remaining_cost, remaining)
             seu = SEU(
                 query.query_id, label, tuple(r for _, r in chunk), remaining, query.connection
             )

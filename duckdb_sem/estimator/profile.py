@@ -1,0 +1,238 @@
+"""Sampling profiler: representative rows through each semantic operator on a small model.
+
+The *estimator* backend (a small model, e.g. the embedded one in front of a vLLM target) answers
+a few sampled rows per operator; from its answers come the selectivity of filters and joins and
+the length of generated values. Token counts are taken under the *target* backend's tokenizer
+(``target.count_tokens``), since the cost that matters is the target's: prompt tokens are
+counted exactly on the rendered rows, completion tokens on the small model's answers.
+
+Two entry points:
+
+- :meth:`Profiler.profile_plan` before a query runs: samples every scan (DuckDB's reservoir
+  sample) and pushes the sample through each operator of the plan (``sem_map`` outputs first,
+  for the operators that read them; a cross-table call gets pairs of the two samples);
+- :meth:`Profiler.profile_batch` before each SEU: the operators that read only the driving
+  table are sampled on the upcoming batch itself, so a batch whose selectivity or cost flipped
+  is estimated as it is, not as the previous one was.
+
+The estimator's own LLM time is accumulated in :attr:`Profiler.seconds` (the simulated clock
+for a SIMULATED estimator, wall time otherwise) so every end-to-end figure can include it.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+import pyarrow as pa
+
+from duckdb_sem.backends.base import Backend
+from duckdb_sem.llm.prompts import build_request
+from duckdb_sem.llm.request import LLMRequest, OperatorKind
+from duckdb_sem.optimizer.cost import Statistics, operator_signature
+from duckdb_sem.plan.nodes import Node, Scan, SemCall, SemFilter, SemJoin, SemMap, quote
+from duckdb_sem.surface.template import parse_template
+
+__all__ = ["ProfileResult", "Profiler", "TokenCounter", "semantic_calls"]
+
+
+class TokenCounter(Protocol):
+    """The target's tokenizer (every :class:`~duckdb_sem.backends.base.Backend` is one)."""
+
+    def count_tokens(self, text: str) -> int: ...
+
+
+@dataclass(frozen=True, slots=True)
+class ProfileResult:
+    """Statistics per operator signature, and what measuring them cost."""
+
+    stats: dict[str, Statistics]
+    seconds: float
+    calls: int
+
+
+def semantic_calls(plan: Node) -> list[Node]:
+    """Row-wise semantic operators of ``plan``, children before parents."""
+    out: list[Node] = []
+
+    def walk(node: Node) -> None:
+        for child in node.children:
+            walk(child)
+        if isinstance(node, SemFilter | SemMap | SemJoin):
+            out.append(node)
+
+    walk(plan)
+    return out
+
+
+class Profiler:
+    """Samples operators on ``estimator`` (None: count prompt tokens only, no LLM calls)."""
+
+    def __init__(
+        self,
+        target: TokenCounter,
+        estimator: Backend | None = None,
+        *,
+        sample_rows: int = 8,
+        seed: int = 7,
+    ) -> None:
+        self.target = target
+        self.estimator = estimator
+        self.sample_rows = sample_rows
+        self.seed = seed
+        self.seconds = 0.0  # the estimator's LLM time so far
+        self.calls = 0
+        self._lock = threading.Lock()
+        self._prefix_tokens: dict[str, int] = {}
+
+    # -- one call over arrays ----------------------------------------------------------------
+    def measure(
+        self, call: SemCall, args: Sequence[pa.Array], *, sample: bool = True
+    ) -> tuple[Statistics, list[Any]] | None:
+        """Statistics of ``call`` over the rows of ``args`` (all rows for prompt tokens, a
+        sample of ``sample_rows`` through the estimator), and the sampled answers."""
+        if self.estimator is None and call.kind is OperatorKind.JOIN:
+            return None  # nothing to say about a join's selectivity without a model
+        columns = [a.to_pylist() for a in args]
+        rows = [i for i in range(len(args[0]) if args else 0)
+                if all(col[i] is not None for col in columns)]  # fmt: skip
+        if not rows:
+            return None
+        template = parse_template(call.template)
+        rendered = [template.render([str(col[i]) for col in columns]) for i in rows]
+        prefix = build_request(call.kind, rendered[0], output_type=call.output_type).prefix
+        prompt = self._prefix(prefix) + sum(map(self.target.count_tokens, rendered)) / len(rows)
+        picked = _spread(len(rendered), self.sample_rows) if sample else []
+        answers: list[Any] = []
+        selectivity = 1.0
+        completion = 1.0
+        if self.estimator is not None and picked:
+            requests = [build_request(call.kind, rendered[i], output_type=call.output_type)
+                        for i in picked]  # fmt: skip
+            completions = self._complete(requests)
+            answers = [c.value for c in completions]
+            if call.kind in (OperatorKind.FILTER, OperatorKind.JOIN):
+                decided = [a for a in answers if a is not None]
+                selectivity = sum(1 for a in decided if a) / len(decided) if decided else 0.5
+            else:
+                texts = [c.text for c in completions if c.error is None]
+                completion = (
+                    sum(self.target.count_tokens(t) + 1 for t in texts) / len(texts)
+                    if texts
+                    else 1.0
+                )
+        elif call.kind in (OperatorKind.FILTER, OperatorKind.JOIN):
+            selectivity = 0.5
+        if call.kind in (OperatorKind.FILTER, OperatorKind.JOIN):
+            completion = 1.0
+        measured = len(picked) if self.estimator is not None else 0
+        return Statistics(selectivity, prompt, completion, measured), answers
+
+    def _prefix(self, prefix: str) -> int:
+        if prefix not in self._prefix_tokens:
+            self._prefix_tokens[prefix] = self.target.count_tokens(prefix)
+        return self._prefix_tokens[prefix]
+
+    def _complete(self, requests: list[LLMRequest]) -> list[Any]:
+        assert self.estimator is not None
+        clock = getattr(self.estimator, "virtual_seconds", None)
+        started = time.perf_counter()
+        out = []
+        step = max(1, self.estimator.capacity().max_batch)
+        for i in range(0, len(requests), step):
+            out.extend(self.estimator.complete(requests[i : i + step]))
+        if clock is not None:
+            spent = float(self.estimator.virtual_seconds) - float(clock)  # type: ignore[attr-defined]
+        else:
+            spent = time.perf_counter() - started
+        with self._lock:
+            self.seconds += spent
+            self.calls += len(requests)
+        return out
+
+    # -- before each SEU ------------------------------------------------------------------------
+    def profile_batch(
+        self, batch: pa.RecordBatch | pa.Table, calls: Iterable[SemCall]
+    ) -> dict[str, Statistics]:
+        """Per-batch statistics for the calls whose arguments are all columns of ``batch``."""
+        names = set(batch.schema.names)
+        out: dict[str, Statistics] = {}
+        for call in calls:
+            if call.kind is OperatorKind.AGG or not set(call.args) <= names:
+                continue
+            measured = self.measure(call, [batch.column(a) for a in call.args])
+            if measured is not None:
+                out[operator_signature(call)] = measured[0]
+        return out
+
+    # -- before the query -----------------------------------------------------------------------
+    def profile_plan(self, con: Any, plan: Node) -> ProfileResult:
+        """Sample every scan of ``plan`` and push the samples through its operators."""
+        before_s, before_calls = self.seconds, self.calls
+        tables: dict[str, pa.Table] = {}
+        owner: dict[str, str] = {}  # attribute -> alias whose sample table holds it
+        for node in plan.walk():
+            if isinstance(node, Scan) and node.alias not in tables:
+                tables[node.alias] = self._sample_scan(con, node)
+                for attr in node.produces:
+                    owner[attr] = node.alias
+        stats: dict[str, Statistics] = {}
+        for op in semantic_calls(plan):
+            call: SemCall = op.call  # type: ignore[attr-defined]
+            aliases = sorted({owner.get(a, "") for a in call.args})
+            if "" in aliases:
+                continue
+            table = tables[aliases[0]] if len(aliases) == 1 else self._pairs(tables, aliases)
+            if table.num_rows == 0:
+                continue
+            measured = self.measure(call, [table.column(a) for a in call.args])
+            if measured is None:
+                continue
+            stats[operator_signature(call)] = measured[0]
+            if isinstance(op, SemMap) and len(aliases) == 1 and measured[1]:
+                table = _with_map_output(table, op, measured[1], self.sample_rows)
+                tables[aliases[0]] = table
+                owner[op.output] = aliases[0]
+        return ProfileResult(stats, self.seconds - before_s, self.calls - before_calls)
+
+    def _sample_scan(self, con: Any, scan: Scan) -> pa.Table:
+        cols = ", ".join(f"{quote(scan.alias)}.{quote(c)} AS {quote(scan.alias + '.' + c)}"
+                         for c in scan.columns)  # fmt: skip
+        sql = f"SELECT {cols} FROM {scan.table} AS {quote(scan.alias)}"
+        if scan.filters:
+            sql = f"SELECT * FROM ({sql}) WHERE " + " AND ".join(f.sql for f in scan.filters)
+        n = max(1, self.sample_rows)
+        sampled = f"SELECT * FROM ({sql}) USING SAMPLE reservoir({n} ROWS) REPEATABLE ({self.seed})"
+        table: pa.Table = con.sql(sampled).to_arrow_table()
+        return table
+
+    def _pairs(self, tables: dict[str, pa.Table], aliases: list[str]) -> pa.Table:
+        """Up to ``sample_rows`` row pairs across the sampled tables (diagonal walk)."""
+        parts = [tables[a] for a in aliases]
+        n = min(self.sample_rows, *(t.num_rows for t in parts)) if parts else 0
+        columns: dict[str, pa.Array] = {}
+        for k, t in enumerate(parts):
+            idx = pa.array([(i + k) % max(t.num_rows, 1) for i in range(n)], type=pa.int64())
+            taken = t.take(idx)
+            for name in taken.schema.names:
+                columns[name] = taken.column(name).combine_chunks()
+        return pa.table(columns) if columns else pa.table({})
+
+
+def _spread(n: int, k: int) -> list[int]:
+    """``k`` indices spread evenly over ``range(n)`` (deterministic and representative)."""
+    if k <= 0 or n == 0:
+        return []
+    if k >= n:
+        return list(range(n))
+    return sorted({int(i * n / k) for i in range(k)})
+
+
+def _with_map_output(table: pa.Table, op: SemMap, answers: list[Any], k: int) -> pa.Table:
+    """The sample rows that the estimator answered, with the map's output column added."""
+    picked = _spread(table.num_rows, k)[: len(answers)]
+    sub = table.take(pa.array(picked, type=pa.int64()))
+    return sub.append_column(op.output, pa.array([None if a is None else str(a) for a in answers]))

@@ -1,0 +1,175 @@
+"""The one runtime entry point of a planned semantic SELECT: prepare, then run per ``mode``.
+
+``prepare`` builds the written plan, profiles it on the estimator (a sample of every scan
+through every operator), and ranks the equivalent plans with the profiled statistics;
+``start`` returns the run object of the selected mode; ``run_query`` wraps it in an Arrow
+``RecordBatchReader`` that DuckDB reads lazily (``con.from_arrow(reader)``), so results flow
+out SEU by SEU and memory stays bounded by a few batches.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+import duckdb
+import pyarrow as pa
+
+from duckdb_sem.backends.sim.oracles import estimate_tokens
+from duckdb_sem.estimator.accuracy import AccuracyReport, BatchRecord
+from duckdb_sem.estimator.profile import Profiler, TokenCounter
+from duckdb_sem.estimator.stats import StatsStore
+from duckdb_sem.optimizer.choose import Choice, plan_key
+from duckdb_sem.optimizer.cost import Statistics
+from duckdb_sem.plan.build import build_plan
+from duckdb_sem.plan.nodes import Node, Scan
+from duckdb_sem.runtime.execute_plan import Actual, Evaluator, Path
+from duckdb_sem.runtime.progress import QueryProgress, RuntimeOptions
+from duckdb_sem.runtime.seu_loop import QueryRun
+
+__all__ = ["Prepared", "Run", "prepare", "run_query", "start"]
+
+
+class Run(Protocol):
+    """What every mode's run object offers (the SEU loop and each baseline)."""
+
+    records: list[BatchRecord]
+
+    def batches(self) -> Iterator[pa.RecordBatch]: ...
+    def progress(self) -> QueryProgress: ...
+    def report(self) -> AccuracyReport: ...
+
+
+@dataclass(frozen=True)
+class Prepared:
+    written: Node
+    choice: Choice
+    table_rows: dict[str, float]
+    profiler: Profiler
+    store: StatsStore
+    profile_seconds: float
+    stats: dict[str, Statistics]  # what the profile measured (the store moves on from there)
+
+
+class _Words:
+    def count_tokens(self, text: str) -> int:
+        return estimate_tokens(text)
+
+
+def target_backend(engine: Any) -> Any:
+    """The target backend behind an engine's scheduler client (None through a sidecar)."""
+    backends = getattr(getattr(engine, "client", None), "backends", None)
+    return backends[0] if backends else None
+
+
+def prepare(con: Any, sql: str, engine: Any, options: RuntimeOptions) -> Prepared:
+    optimizer = importlib.import_module("duckdb_sem.optimizer")
+    raw = getattr(con, "duckdb", con)
+
+    def columns(table: str) -> list[str]:
+        cols: list[str] = raw.sql(f"SELECT * FROM {table} LIMIT 0").columns
+        return cols
+
+    written = build_plan(sql, columns)
+    target = target_backend(engine)
+    counter: TokenCounter = target if target is not None else _Words()
+    profiler = Profiler(counter, options.estimator, sample_rows=options.sample_rows,
+                        seed=options.seed)  # fmt: skip
+    profile = profiler.profile_plan(raw, written)
+    choice, model = optimizer.optimize(raw, sql, stats=profile.stats)
+    store = StatsStore()
+    store.seed(profile.stats)
+    return Prepared(written, choice, dict(model.table_rows), profiler, store, profile.seconds,
+                    dict(profile.stats))  # fmt: skip
+
+
+def start(
+    con: Any,
+    prepared: Prepared,
+    engine: Evaluator,
+    query: Any,
+    options: RuntimeOptions,
+    *,
+    actuals: dict[Path, Actual] | None = None,
+) -> Run:
+    """The run object for ``options.mode`` (nothing has run yet)."""
+    raw = getattr(con, "duckdb", con)
+    plans = [r.plan for r in prepared.choice.ranked[: options.max_candidates]]
+    clock = target_backend(engine)
+    clock = clock if hasattr(clock, "virtual_seconds") else None
+    common: dict[str, Any] = dict(
+        options=options, profiler=prepared.profiler, table_rows=prepared.table_rows,
+        store=prepared.store, target_clock=clock,
+    )  # fmt: skip
+    run: Run
+    if options.mode in ("adaptive", "static"):
+        fixed = None
+        if options.mode == "static":
+            keys = [plan_key(p) for p in plans]
+            wanted = options.plan if options.plan is not None else plans[0]
+            if plan_key(wanted) not in keys:
+                plans.append(wanted)
+                keys.append(plan_key(wanted))
+            fixed = keys.index(plan_key(wanted))
+        loop = QueryRun(raw, plans, engine, query, fixed=fixed, actuals=actuals, **common)
+        loop.profile_seconds = prepared.profile_seconds
+        run = loop
+    elif options.mode == "static-best":
+        from duckdb_sem.runtime.baselines.static_best import StaticBest
+
+        run = StaticBest(raw, plans, engine, query, **common)
+    elif options.mode == "eddies":
+        from duckdb_sem.runtime.baselines.eddies import EddyRun
+
+        run = EddyRun(raw, prepared.written, engine, query, **common)
+    else:
+        from duckdb_sem.runtime.baselines.lotus_like import LotusRun
+
+        run = LotusRun(raw, prepared.written, engine, query, target_clock=clock)
+    return run
+
+
+def run_query(
+    con: Any,
+    sql: str,
+    engine: Any,
+    query: Any,
+    *,
+    options: RuntimeOptions | None = None,
+) -> pa.RecordBatchReader:
+    """Run a semantic SELECT; the result streams as Arrow batches, SEU by SEU.
+
+    The SEU loop works on its own cursor of the database so that DuckDB can read the result
+    lazily from the main connection; when the query reads a table that cursor cannot see (a
+    TEMP table), it runs on the main connection and the result is materialized.
+    """
+    options = options or RuntimeOptions()
+    raw = getattr(con, "duckdb", con)
+    prepared = prepare(raw, sql, engine, options)
+    work = raw.cursor()
+    try:
+        for node in prepared.written.walk():
+            if isinstance(node, Scan):
+                work.sql(f"SELECT * FROM {node.table} LIMIT 0")
+    except duckdb.Error:
+        work.close()
+        work = None
+    run = start(work if work is not None else raw, prepared, engine, query, options)
+    if query is not None:
+        query.run = run
+    batches = run.batches()
+    if work is None:
+        table = pa.Table.from_batches(list(batches))
+        return pa.RecordBatchReader.from_batches(table.schema, table.to_batches())
+    first = next(batches)
+
+    def rest() -> Iterator[pa.RecordBatch]:
+        try:
+            yield first
+            yield from batches
+        finally:
+            work.close()
+
+    return pa.RecordBatchReader.from_batches(first.schema, rest())

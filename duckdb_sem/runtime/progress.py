@@ -1,0 +1,64 @@
+"""What a running query exposes at every SEU boundary, and how it is asked to run.
+
+``QueryProgress`` is a snapshot (``con.query_progress()``, the CLI progress line);
+``RuntimeOptions`` selects the runtime per query: the adaptive SEU loop or a baseline.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from duckdb_sem.backends.base import Backend
+from duckdb_sem.errors import ConfigError
+from duckdb_sem.plan.nodes import Node
+
+__all__ = ["MODES", "QueryProgress", "RuntimeOptions"]
+
+#: adaptive: re-choose the plan before each SEU (SeqoFlow); static: one plan (given, or chosen
+#: once at start); static-best: every candidate run, the cheapest in hindsight kept; eddies:
+#: per-tuple routing among commuting filters; lotus-like: the written order, one operator at a
+#: time over the whole table.
+MODES = ("adaptive", "static", "static-best", "eddies", "lotus-like")
+
+
+@dataclass(frozen=True, slots=True)
+class QueryProgress:
+    """A query's progress at an SEU boundary."""
+
+    query_id: str = ""
+    mode: str = ""
+    batches_done: int = 0
+    rows_done: int = 0  # rows of the driving table processed
+    rows_total: int = 0
+    rows_out: int = 0
+    estimated_remaining_cost: float = 0.0  # token-equivalents, under the current plan
+    plan_switches: int = 0
+    plan: str = ""
+    finished: bool = False
+
+    @property
+    def fraction(self) -> float:
+        return self.rows_done / self.rows_total if self.rows_total else float(self.finished)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RuntimeOptions:
+    """How one query runs; see :data:`MODES`."""
+
+    mode: str = "adaptive"
+    batch_rows: int = 256  # rows of the driving table per SEU (the first one when adapting)
+    adapt_batch: bool = True  # grow/shrink batches toward ``target_seu_seconds``
+    target_seu_seconds: float = 2.0
+    min_batch_rows: int = 16
+    max_batch_rows: int = 8192
+    estimator: Backend | None = None  # the small model that samples each batch
+    sample_rows: int = 8  # rows per operator the estimator answers, per batch
+    plan: Node | None = None  # static: this plan (else the one chosen at start)
+    max_candidates: int = 128  # plans re-costed before each SEU
+    seed: int = 7
+
+    def __post_init__(self) -> None:
+        if self.mode not in MODES:
+            raise ConfigError(f"unknown runtime mode {self.mode!r}; use one of {', '.join(MODES)}")
+        if self.batch_rows < 1 or self.min_batch_rows < 1 or self.sample_rows < 0:
+            raise ConfigError("batch_rows and min_batch_rows must be >= 1, sample_rows >= 0")

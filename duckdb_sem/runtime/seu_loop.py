@@ -1,0 +1,330 @@
+"""The SEU loop: a query as a sequence of batches, the plan re-chosen before each one.
+
+One SEU is one batch of rows of the *driving* table (the largest scan) through the current
+plan's row-wise region; the other tables are read whole by every SEU (their semantic answers
+come from the query's memo after the first one). Before each SEU the loop
+
+1. estimates: the small model samples the batch (:meth:`Profiler.profile_batch`), blended with
+   what earlier batches showed (:class:`Refiner`);
+2. chooses: every candidate plan is re-costed on the batch and the cheapest runs it (``static``
+   keeps one plan); finished batches are never redone, so switching costs nothing;
+3. publishes the query's estimated remaining cost (``QueryContext.remaining_cost``, which the
+   engine puts on every scheduler SEU for SRTF) and its :class:`QueryProgress`;
+4. runs the batch; between its LLM requests the scheduler may run other queries (preemption);
+5. refines the statistics from what each operator really did, and records estimate vs actual.
+
+Results stream: a sink that is a plain projection is applied per batch and the batch is
+yielded; any other sink (aggregation, DISTINCT, ORDER BY, LIMIT, ``sem_agg``) keeps the region's
+output rows (not the input) and runs once at the end.
+"""
+
+from __future__ import annotations
+
+import itertools
+import time
+from collections.abc import Iterator
+from typing import Any
+
+import duckdb
+import pyarrow as pa
+
+from duckdb_sem.estimator.accuracy import AccuracyReport, BatchRecord, summarize
+from duckdb_sem.estimator.profile import Profiler, semantic_calls
+from duckdb_sem.estimator.refine import Refiner
+from duckdb_sem.estimator.remaining import llm_cost, remaining_cost
+from duckdb_sem.estimator.stats import StatsStore
+from duckdb_sem.optimizer.choose import plan_key
+from duckdb_sem.optimizer.cost import CostModel, Statistics, operator_signature
+from duckdb_sem.plan.nodes import Node, Project, Scan, SemCall, quote
+from duckdb_sem.runtime.execute_plan import Actual, Evaluator, Path, _Run, split_sink
+from duckdb_sem.runtime.observe import ObservingEvaluator
+from duckdb_sem.runtime.progress import QueryProgress, RuntimeOptions
+
+__all__ = ["QueryRun"]
+
+_views = itertools.count()
+
+
+class QueryRun:
+    """One query on the SEU loop over ``plans`` (candidates with the same sink)."""
+
+    def __init__(
+        self,
+        con: Any,
+        plans: list[Node],
+        engine: Evaluator,
+        query: Any,
+        *,
+        options: RuntimeOptions,
+        profiler: Profiler,
+        table_rows: dict[str, float],
+        store: StatsStore | None = None,
+        fixed: int | None = None,
+        actuals: dict[Path, Actual] | None = None,
+        target_clock: Any = None,
+    ) -> None:
+        self.con = con
+        self.plans = plans
+        self.options = options
+        self.query = query
+        self.profiler = profiler
+        self.table_rows = dict(table_rows)
+        self.store = store or StatsStore()
+        self.refiner = Refiner(self.store)
+        self.fixed = fixed
+        self.actuals = actuals
+        self.target_clock = target_clock  # an object with virtual_seconds (SIMULATED target)
+        self.records: list[BatchRecord] = []
+        self.profile_seconds = 0.0  # estimator time before the first SEU
+        self.current = fixed if fixed is not None else 0
+        self._sinks, self._regions, self._paths = [], [], []
+        for plan in plans:
+            sink, region, path = split_sink(plan)
+            self._sinks.append(sink)
+            self._regions.append(region)
+            self._paths.append(path)
+        calls: dict[str, SemCall] = {}
+        labels: dict[str, str] = {}
+        for region in self._regions:
+            for op in semantic_calls(region):
+                call: SemCall = op.call  # type: ignore[attr-defined]
+                calls[operator_signature(call)] = call
+                labels[op.label()] = operator_signature(call)
+        for op in self._sinks[0]:
+            if hasattr(op, "call"):
+                labels[op.label()] = operator_signature(op.call)
+        self.calls = list(calls.values())
+        self.observer = ObservingEvaluator(engine, labels)
+        self.driving = _driving_scan(self._regions[0], self.table_rows)
+        self.rows_total = 0
+        self._rows_done = 0
+        self._rows_out = 0
+        self._remaining = 0.0
+        self._finished = False
+
+    # -- observability ----------------------------------------------------------------------
+    def progress(self) -> QueryProgress:
+        return QueryProgress(
+            query_id=getattr(self.query, "query_id", ""),
+            mode=self.options.mode,
+            batches_done=len(self.records),
+            rows_done=self._rows_done,
+            rows_total=self.rows_total,
+            rows_out=self._rows_out,
+            estimated_remaining_cost=self._remaining,
+            plan_switches=sum(1 for r in self.records if r.switched),
+            plan=plan_key(self._regions[self.current]),
+            finished=self._finished,
+        )
+
+    def report(self) -> AccuracyReport:
+        report = summarize(self.records)
+        return AccuracyReport(
+            report.batches, report.within_10pct, report.median_error, report.top2,
+            report.switches, report.estimator_seconds + self.profile_seconds, report.seconds,
+        )  # fmt: skip
+
+    # -- running ------------------------------------------------------------------------------
+    def batches(self) -> Iterator[pa.RecordBatch]:
+        """Run every SEU; yields the query's result batches as they are produced."""
+        scan = self.driving
+        source = _scan_sql(scan)
+        ((total,),) = self.con.sql(f"SELECT count(*) FROM ({source})").fetchall()
+        self.rows_total = int(total)
+        reader_con = self.con.cursor()  # the batch work below needs the main one free
+        try:
+            reader = reader_con.sql(source).to_arrow_reader(self.options.min_batch_rows)
+        except duckdb.Error:  # a TEMP table, which only the main connection sees
+            reader = self.con.sql(source).to_arrow_table().to_reader(self.options.min_batch_rows)
+        stream = _streamable(self._sinks[0])
+        kept: list[pa.Table] = []
+        size = self.options.batch_rows
+        batch_iter = _rebatch(reader)
+        produced = False
+        while True:
+            batch = batch_iter(size)
+            if batch is None and produced:
+                break
+            if batch is None:
+                batch = reader.schema.empty_table()
+            produced = True
+            started = time.perf_counter()
+            out = self._seu(batch)
+            if stream:
+                if len(self.records) == 1:
+                    yield _empty(out.schema)  # the schema, as soon as it is known
+                yield from out.to_batches()
+            else:
+                kept.append(out)
+            if self.options.adapt_batch:
+                size = self._adapt(size, time.perf_counter() - started)
+        self._remaining = 0.0
+        if not stream:
+            final = self._finish(kept)
+            yield _empty(final.schema)
+            yield from final.to_batches()
+        self._finished = True
+        reader_con.close()
+        if self.query is not None:
+            self.query.remaining_cost = None
+
+    def _adapt(self, size: int, seconds: float) -> int:
+        o = self.options
+        if seconds < o.target_seu_seconds / 2:
+            return min(o.max_batch_rows, size * 2)
+        if seconds > o.target_seu_seconds * 2:
+            return max(o.min_batch_rows, size // 2)
+        return size
+
+    def _estimate(self, batch: pa.Table) -> tuple[list[float], dict[str, Statistics]]:
+        est_before = self.profiler.seconds
+        sample = (
+            self.profiler.profile_batch(batch, self.calls)
+            if batch.num_rows and self.options.mode != "lotus-like"
+            else {}
+        )
+        self._est_seconds = self.profiler.seconds - est_before
+        stats: dict[str, Statistics] = {}
+        for call in self.calls:
+            sig = operator_signature(call)
+            s = self.refiner.estimate(sig, sample.get(sig))
+            if s is not None:
+                stats[sig] = s
+        rows = dict(self.table_rows)
+        rows[self.driving.table] = float(batch.num_rows)
+        model = CostModel(table_rows=rows, stats=stats)
+        if self.fixed is not None:
+            costs = [0.0] * len(self._regions)
+            costs[self.fixed] = llm_cost(model, self._regions[self.fixed])
+        else:
+            costs = [llm_cost(model, r) for r in self._regions]
+        return costs, stats
+
+    def _seu(self, batch: pa.Table) -> pa.Table:
+        n = batch.num_rows
+        costs, _ = self._estimate(batch)
+        previous = self.current
+        if self.fixed is None:
+            best = min(range(len(costs)), key=lambda i: (costs[i], i != previous, i))
+            # keep the current plan on (near) ties: no churn for nothing
+            if costs[best] < costs[previous] * (1 - 1e-9):
+                self.current = best
+        plan = self.current
+        left = self.rows_total - self._rows_done - n
+        self._remaining = costs[plan] + remaining_cost(
+            self._regions[plan], self.store.snapshot(), table_rows=self.table_rows,
+            driving_table=self.driving.table, rows_left=max(left, 0),
+        )  # fmt: skip
+        if self.query is not None:
+            self.query.remaining_cost = self._remaining
+        clock = self._clock()
+        out = self._run_region(plan, batch)
+        spent = self._clock() - clock
+        observations = self.observer.take()
+        for obs in observations:
+            self.refiner.observe(obs)
+        w = CostModel().defaults.completion_weight
+        actual = sum(o.prompt_tokens + w * o.completion_tokens for o in observations)
+        self._rows_done += n
+        self._rows_out += out.num_rows
+        self.records.append(
+            BatchRecord(
+                index=len(self.records), rows=n, plan=plan_key(self._regions[plan]),
+                estimated_cost=costs[plan], actual_cost=actual,
+                estimated_remaining=self._remaining, switched=plan != previous,
+                estimator_seconds=self._est_seconds, seconds=spent, rows_out=out.num_rows,
+            )
+        )  # fmt: skip
+        return out
+
+    def _clock(self) -> float:
+        if self.target_clock is not None:
+            return float(self.target_clock.virtual_seconds)
+        return time.perf_counter()
+
+    def _run_region(self, plan: int, batch: pa.Table) -> pa.Table:
+        region = self._regions[plan]
+        scan = next(
+            n for n in region.walk() if isinstance(n, Scan) and n.alias == self.driving.alias
+        )
+        view = f"__sem_seu_{next(_views)}"
+        self.con.register(view, batch)
+        actuals = self.actuals if plan == (self.fixed if self.fixed is not None else 0) else None
+        run = _Run(self.con, self.observer, self.query, max(batch.num_rows, 1), actuals,
+                   {id(scan): f"SELECT * FROM {quote(view)}"})  # fmt: skip
+        try:
+            sql = run.rel(region, self._paths[plan])
+            sink = self._sinks[plan]
+            if _streamable(sink) and sink:
+                sql = run._select(sql, {Project: sink[0]})
+            table: pa.Table = self.con.sql(sql).to_arrow_table()
+        finally:
+            for name in [view, *run.registered]:
+                self.con.unregister(name)
+        if not (_streamable(self._sinks[plan]) and self._sinks[plan]):
+            table = table.select(sorted(table.schema.names))
+        return table
+
+    def _finish(self, kept: list[pa.Table]) -> pa.Table:
+        plan = self.current
+        region = self._regions[plan]
+        view = f"__sem_seu_{next(_views)}"
+        rows = pa.concat_tables(kept) if kept else pa.table({})
+        self.con.register(view, rows)
+        run = _Run(self.con, self.observer, self.query, 2048, self.actuals,
+                   {id(region): f"SELECT * FROM {quote(view)}"})  # fmt: skip
+        try:
+            return run.sink(self.plans[plan])
+        finally:
+            for name in [view, *run.registered]:
+                self.con.unregister(name)
+
+
+def _empty(schema: pa.Schema) -> pa.RecordBatch:
+    return pa.RecordBatch.from_arrays([pa.array([], type=f.type) for f in schema], schema=schema)
+
+
+def _streamable(sink: list[Node]) -> bool:
+    return all(isinstance(n, Project) and not n.distinct for n in sink) and len(sink) <= 1
+
+
+def _driving_scan(region: Node, table_rows: dict[str, float]) -> Scan:
+    scans = [n for n in region.walk() if isinstance(n, Scan)]
+    return max(scans, key=lambda s: (table_rows.get(s.table, 1000.0), -scans.index(s)))
+
+
+def _scan_sql(scan: Scan) -> str:
+    cols = ", ".join(f"{quote(scan.alias)}.{quote(c)} AS {quote(scan.alias + '.' + c)}"
+                     for c in scan.columns)  # fmt: skip
+    sql = f"SELECT {cols} FROM {scan.table} AS {quote(scan.alias)}"
+    if scan.filters:
+        sql = f"SELECT * FROM ({sql}) WHERE " + " AND ".join(f.sql for f in scan.filters)
+    return sql
+
+
+def _rebatch(reader: pa.RecordBatchReader) -> Any:
+    """A function ``take(n)``: the next ``n`` rows of ``reader`` as a table (None at the end)."""
+    buffer: list[pa.RecordBatch] = []
+    held = 0
+    done = False
+
+    def take(n: int) -> pa.Table | None:
+        nonlocal held, done
+        while held < n and not done:
+            try:
+                batch = reader.read_next_batch()
+            except StopIteration:
+                done = True
+                break
+            buffer.append(batch)
+            held += batch.num_rows
+        if held == 0:
+            return None
+        table = pa.Table.from_batches(list(buffer), schema=reader.schema)
+        head, rest = table.slice(0, n), table.slice(n)
+        buffer.clear()
+        buffer.extend(rest.to_batches())
+        held = rest.num_rows
+        return head.combine_chunks()
+
+    return take
