@@ -47,6 +47,8 @@ class SemConnection:
         #: plan semantic SELECTs with the optimizer (False: always the UDF path, as written)
         self.optimize = optimize
         self.on_progress: Callable[[Progress], None] | None = None
+        #: how planned queries run: the adaptive SEU loop, or a baseline (``RuntimeOptions``)
+        self.runtime: Any = None
         self._result_view: str | None = None
         self._sources = SourceRegistry(self)  # caller-scope DataFrames, table functions
 
@@ -133,6 +135,14 @@ class SemConnection:
         """LLM usage of the last query: virtual and physical calls and tokens, cache hits."""
         return self.session.query.stats()
 
+    def query_progress(self) -> Any:
+        """The running (or last) planned query's progress at its latest SEU boundary:
+        a ``runtime.QueryProgress`` (batches done, rows out, estimated remaining cost)."""
+        run = self.session.query.run
+        if run is None:
+            return importlib.import_module("duckdb_sem.runtime").QueryProgress()
+        return run.progress()  # type: ignore[attr-defined]
+
     def explain_semantic(self, query: str, *, analyze: bool = False) -> str:
         # Imported lazily: plain queries never load the optimizer.
         optimizer = importlib.import_module("duckdb_sem.optimizer")
@@ -175,14 +185,14 @@ class SemConnection:
         """
         if not (self.optimize and bound.semantic) or params:
             return None
-        optimizer = importlib.import_module("duckdb_sem.optimizer")
+        runtime = importlib.import_module("duckdb_sem.runtime")
         try:
-            plan = optimizer.plan_query(self, query)
+            return runtime.run_query(
+                self, query, self.session.engine, self.session.query, options=self.runtime
+            )
         except PlanError as err:
             log.debug("UDF path for this query: %s", err)
             return None
-        runtime = importlib.import_module("duckdb_sem.runtime")
-        return runtime.execute_plan(self, plan, self.session.engine, self.session.query)
 
     def _show(self, table: Any) -> None:
         """Make ``table`` the pending result, so fetch*/description/arrow work as after execute."""
