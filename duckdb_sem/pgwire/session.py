@@ -76,6 +76,7 @@ class Session:
         self._lock = threading.Lock()
         self._running = False
         self._query: QueryContext | None = None
+        self._open: pa.RecordBatchReader | None = None  # DuckDB allows one open result
 
     # -- I/O ----------------------------------------------------------------------------------
     def send(self, data: bytes) -> None:
@@ -143,7 +144,17 @@ class Session:
         else:
             raise SemError(f"unsupported protocol message {kind!r} (COPY is not supported)")
 
+    def _close_open(self) -> None:
+        if self._open is not None:
+            self._open.close()
+            self._open = None
+
     def _error(self, err: BaseException) -> None:
+        self._close_open()
+        if isinstance(err, QueryCancelledError):
+            # An interrupted DuckDB result can stay pending on its connection; start clean.
+            self.con.close()
+            self.con = self.db.session()
         code, message = describe_error(err)
         if code == "XX000":
             log.warning("statement failed: %s", message)
@@ -249,11 +260,13 @@ class Session:
             )
         if command is not None:
             return self._command(command, params)
+        self._close_open()
         query = self.db.rewrite(rewrite_catalog(sql), self.con)
         with self._busy():
             if returns_rows(query):
                 rel = self._translated(lambda: self.con.sql(query, params=params or None))
                 reader = self._translated(lambda: rel.to_arrow_reader(1024))
+                self._open = reader
                 return Result.of_rows("SELECT", reader.schema, self._batches(reader))
             self._translated(lambda: self.con.execute(query, params or None))
             rows = self._translated(self.con.fetchall)
@@ -298,7 +311,12 @@ class Session:
                 self.status = b"T"
             return Result.command("ROLLBACK")
         if isinstance(command, cmd.Declare):
+            # Materialised, so the session can run other statements while the cursor is open.
             result = self.run_statement(command.query, params)
+            with self._busy():
+                batches = list(self._translated(lambda: list(result.batches or ())))
+            self._close_open()
+            result.batches = iter(batches)
             self._portals[command.name] = _Portal(_Statement(command.query, []), [], [0], result)
             return Result.command("DECLARE CURSOR")
         if isinstance(command, cmd.Fetch):

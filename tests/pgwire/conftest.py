@@ -1,0 +1,130 @@
+"""Fixtures: a real ``duckdb-sem pgwire`` process on a free port, a test database file."""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+import duckdb
+import pytest
+from psycopg.conninfo import make_conninfo
+
+pytestmark = pytest.mark.integration
+
+PG_DSN = "host=127.0.0.1 port=5432 user=postgres dbname=test"
+
+REVIEWS = [
+    (1, "a good movie"),
+    (2, "bad film"),
+    (3, "good acting, bad plot"),
+    (4, "dull"),
+]
+
+
+def pg_available() -> bool:
+    try:
+        with socket.create_connection(("127.0.0.1", 5432), timeout=1):
+            return True
+    except OSError:
+        return False
+
+
+def make_db(path: Path, rows: int = 0) -> Path:
+    con = duckdb.connect(str(path))
+    con.execute("CREATE TABLE reviews (id INTEGER, text VARCHAR)")
+    con.executemany("INSERT INTO reviews VALUES (?, ?)", REVIEWS)
+    if rows:
+        con.execute(
+            "CREATE TABLE big AS SELECT range::INTEGER AS id, 'row ' || range || "
+            "CASE WHEN range % 2 = 0 THEN ' good' ELSE ' bad' END AS text FROM range(?)",
+            [rows],
+        )
+    con.close()
+    return path
+
+
+@dataclass(frozen=True, slots=True)
+class WireProcess:
+    port: int
+    dbname: str
+    process: subprocess.Popen[bytes]
+
+    def dsn(self, **extra: str) -> str:
+        parts = {
+            "host": "127.0.0.1",
+            "port": str(self.port),
+            "user": "tester",
+            "dbname": self.dbname,
+        }
+        parts.update(extra)
+        return str(make_conninfo(**parts))
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@contextmanager
+def wire_server(db: Path, *args: str, env: dict[str, str] | None = None) -> Iterator[WireProcess]:
+    port = _free_port()
+    command: Sequence[str] = [
+        sys.executable, "-c", "from duckdb_sem.cli.main import main; main()", "pgwire",
+        "--db", str(db), "--listen", f"127.0.0.1:{port}", "--cache", "off", *args,
+    ]  # fmt: skip
+    full_env = {**os.environ, **(env or {})}
+    process = subprocess.Popen(
+        command,
+        env=full_env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    )
+    try:
+        deadline = time.monotonic() + 30
+        while True:
+            if process.poll() is not None:
+                raise RuntimeError(
+                    f"pgwire exited: {process.stderr.read().decode() if process.stderr else ''}"
+                )
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
+                break
+            except OSError:
+                if time.monotonic() > deadline:
+                    raise
+                time.sleep(0.1)
+        yield WireProcess(port, db.stem, process)
+    finally:
+        process.terminate()
+        try:
+            process.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+        if process.stderr is not None:
+            process.stderr.close()
+
+
+@pytest.fixture
+def db_file(tmp_path: Path) -> Path:
+    return make_db(tmp_path / "sem.duckdb")
+
+
+@pytest.fixture
+def server(db_file: Path) -> Iterator[WireProcess]:
+    with wire_server(db_file, "--backend", "test:?yes_if=good") as proc:
+        yield proc
+
+
+@pytest.fixture
+def needs_pg() -> None:
+    if not pg_available():
+        pytest.skip("no PostgreSQL on 127.0.0.1:5432 (.ci/run starts one)")
