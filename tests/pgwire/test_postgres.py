@@ -29,6 +29,9 @@ def test_postgres_fdw_selects_a_semantic_view(
         )
     tag = uuid.uuid4().hex[:10]
     srv, schema = f"dsem_srv_{tag}", f"dsem_fdw_{tag}"
+    had_fdw = pg.execute(
+        "SELECT count(*) FROM pg_extension WHERE extname = 'postgres_fdw'"
+    ).fetchone()
     pg.execute("CREATE EXTENSION IF NOT EXISTS postgres_fdw")
     try:
         pg.execute(
@@ -50,6 +53,8 @@ def test_postgres_fdw_selects_a_semantic_view(
     finally:
         pg.execute(f"DROP SCHEMA IF EXISTS {schema} CASCADE")
         pg.execute(f"DROP SERVER IF EXISTS {srv} CASCADE")
+        if had_fdw == (0,):
+            pg.execute("DROP EXTENSION IF EXISTS postgres_fdw")
 
 
 def test_postgres_table_as_source_through_the_wire(
