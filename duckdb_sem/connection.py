@@ -156,6 +156,7 @@ class SemConnection:
         self._con.interrupt()
 
     def close(self) -> None:
+        self.session.uninstall()
         self._con.close()
 
     def __enter__(self) -> SemConnection:

@@ -113,7 +113,7 @@ class Database:
         self._base = duckdb.connect(":memory:", config={"threads": str(options.threads)})
         self.engine = SemEngine(scheduler_for(settings), batch_size=settings.batch_size)
         self.routed = RoutedSession(self._base, self.engine)
-        self.routed.install()
+        self.routed.install(shared=True)
         install_compat(self._base)
         self.name = "memory"
         if options.path != ":memory:":

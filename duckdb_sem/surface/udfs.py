@@ -18,6 +18,8 @@ function                                    returns
 
 from __future__ import annotations
 
+import contextlib
+import itertools
 import threading
 from collections.abc import Callable
 
@@ -45,6 +47,9 @@ PLAIN_TYPED_MAPS = {
 }
 
 
+_session_ids = itertools.count(1)
+
+
 class SemSession:
     """The duckdb-sem state attached to one DuckDB connection: engine, current query, errors."""
 
@@ -55,30 +60,57 @@ class SemSession:
         self.last_error: SemError | None = None
         self._registered: set[str] = set()
         self._lock = threading.Lock()
+        self._suffix = ""
+        self._temp = ""
 
     def new_query(self, **kwargs: object) -> QueryContext:
         self.query = QueryContext(**kwargs)  # type: ignore[arg-type]
         self.last_error = None
         return self.query
 
-    def install(self) -> None:
-        self._udf("__sem_filter", OperatorKind.FILTER, "BOOLEAN", None)
-        self._udf("__sem_join", OperatorKind.JOIN, "BOOLEAN", None)
-        self._udf("__sem_map", OperatorKind.MAP, "VARCHAR", None)
-        self._udf("__sem_agg", OperatorKind.AGG, "VARCHAR", None, list_of_lists=True)
-        for name in ("sem_filter", "sem_join", "sem_map"):
-            self._macro(name, f"__{name}", "[{}]")
-        self._macro("sem_agg", "__sem_agg", "list([{}])")
+    def install(self, *, shared: bool = False) -> None:
+        """Register the UDFs and the ``sem_*`` macros in ``self.con``.
+
+        DuckDB keeps Python UDFs database-wide, so each session's UDFs get their own names
+        (``__semudf_filter_s7``) and the ``sem_*`` macros that users call are TEMP macros of this
+        connection pointing at them: several connections to one database file (read-only ones
+        too) each route to their own session. ``shared=True`` installs plain names and
+        persistent macros instead, for one session serving every cursor of an in-memory
+        catalog (the wire server).
+        """
+        self._suffix = "" if shared else f"_s{next(_session_ids)}"
+        self._temp = "" if shared else "TEMP "
+        for op, kind, return_type in (
+            ("filter", OperatorKind.FILTER, "BOOLEAN"),
+            ("join", OperatorKind.JOIN, "BOOLEAN"),
+            ("map", OperatorKind.MAP, "VARCHAR"),
+            ("agg", OperatorKind.AGG, "VARCHAR"),
+        ):
+            aggregate = kind is OperatorKind.AGG
+            udf = self._udf(f"__semudf_{op}", kind, return_type, None, list_of_lists=aggregate)
+            self._macro(f"sem_{op}", udf, "list([{}])" if aggregate else "[{}]")
         for short, sql_type in PLAIN_TYPED_MAPS.items():
             spec = parse_type(sql_type)
             self.ensure_typed_map(spec)
             self._macro(f"sem_map_{short}", typed_map_function(spec), "[{}]")
 
-    def ensure_typed_map(self, spec: TypeSpec) -> None:
-        """Register the UDF that returns ``spec`` (idempotent)."""
-        self._udf(typed_map_function(spec), OperatorKind.MAP, spec.sql, spec.sql)
+    def uninstall(self) -> None:
+        """Drop this session's UDFs from the database (other connections may stay open)."""
+        for name in sorted(self._registered):
+            with contextlib.suppress(duckdb.Error):
+                self.con.remove_function(name + self._suffix)
+        self._registered.clear()
 
-    def _macro(self, name: str, target: str, wrap: str) -> None:
+    def ensure_typed_map(self, spec: TypeSpec) -> None:
+        """Register the function that returns ``spec`` (idempotent): a UDF behind a macro."""
+        name = typed_map_function(spec)
+        udf = self._udf(f"__semudf{name[len('__sem') :]}", OperatorKind.MAP, spec.sql, spec.sql)
+        if udf is not None:
+            self.con.execute(f"CREATE OR REPLACE {self._temp}MACRO {name}(t, v) AS {udf}(t, v)")
+
+    def _macro(self, name: str, target: str | None, wrap: str) -> None:
+        if target is None:
+            return
         overloads = []
         for n in range(MAX_COLUMNS + 1):
             params = ", ".join(["t", *(f"a{i}" for i in range(n))])
@@ -91,7 +123,7 @@ class SemSession:
                 else "[]::VARCHAR[][]"
             )
             overloads.append(f"({params}) AS {target}(t, {listed})")
-        self.con.execute(f"CREATE OR REPLACE MACRO {name}" + ", ".join(overloads))
+        self.con.execute(f"CREATE OR REPLACE {self._temp}MACRO {name}" + ", ".join(overloads))
 
     def _udf(
         self,
@@ -101,15 +133,18 @@ class SemSession:
         output_type: str | None,
         *,
         list_of_lists: bool = False,
-    ) -> None:
+    ) -> str | None:
+        """Register UDF ``name`` for this session; its full name, or None if already there."""
         with self._lock:
             if name in self._registered:
-                return
+                return None
             self._registered.add(name)
+        full = name + self._suffix
+        label = name.replace("__semudf_", "sem_")
         arg_type = "VARCHAR[][]" if list_of_lists else "VARCHAR[]"
         self.con.create_function(
-            name,
-            self._make_udf(kind, output_type, name),
+            full,
+            self._make_udf(kind, output_type, label),
             ["VARCHAR", arg_type],
             return_type,
             type=duckdb.func.ARROW,
@@ -117,6 +152,7 @@ class SemSession:
             exception_handling=duckdb.PythonExceptionHandling.DEFAULT,
             side_effects=True,
         )
+        return full
 
     def _make_udf(
         self, kind: OperatorKind, output_type: str | None, name: str
@@ -196,5 +232,5 @@ class SemSession:
             columns,
             output_type=output_type,
             query=self.query,
-            label=name.lstrip("_"),
+            label=name,
         )
