@@ -9,6 +9,12 @@ variable                        default                     meaning
 ``DUCKDB_SEM_SCHEDULER``        (in process)                sidecar URL, e.g. ``http://127.0.0.1:7300``
 ``DUCKDB_SEM_BATCH_SIZE``       ``64``                      rows per SEU (one batch of LLM work)
 ``DUCKDB_SEM_POLICY``           ``srtf``                    in-process scheduling policy
+``DUCKDB_SEM_RUNTIME``          ``adaptive``                planned queries: adaptive, static, static-best,
+                                                            eddies, lotus-like
+``DUCKDB_SEM_SEU_ROWS``         ``256``                     driving-table rows per plan-level SEU (adapts)
+``DUCKDB_SEM_ESTIMATOR_BACKEND``  (off)                     small model that samples each batch, a spec
+``DUCKDB_SEM_ESTIMATOR_SAMPLE``   ``8``                     rows per operator it samples per batch
+``DUCKDB_SEM_AGING_RATE``       ``100``                     srtf/joint aging: cost units per second waited
 ==============================  ==========================  ==========================================
 
 Options passed to :func:`duckdb_sem.connect` override the environment.
@@ -30,7 +36,20 @@ ENV_VARS = {
     "DUCKDB_SEM_SCHEDULER": "sidecar scheduler URL (default: in process)",
     "DUCKDB_SEM_BATCH_SIZE": "rows per SEU (default 64)",
     "DUCKDB_SEM_POLICY": "in-process scheduling policy (default srtf)",
+    "DUCKDB_SEM_RUNTIME": "runtime of planned queries (default adaptive)",
+    "DUCKDB_SEM_SEU_ROWS": "driving-table rows per plan-level SEU (default 256)",
+    "DUCKDB_SEM_ESTIMATOR_BACKEND": "backend spec of the estimator's small model (default off)",
+    "DUCKDB_SEM_ESTIMATOR_SAMPLE": "rows per operator the estimator samples per batch (default 8)",
+    "DUCKDB_SEM_AGING_RATE": "srtf/joint aging rate, cost units per second waited (default 100)",
 }
+
+
+def _int_env(name: str, default: int) -> int:
+    raw = os.environ.get(name, "")
+    try:
+        return int(raw) if raw else default
+    except ValueError:
+        raise ConfigError(f"{name}={raw!r} is not an integer; set it to e.g. {default}") from None
 
 
 def default_cache_path() -> Path:
@@ -45,6 +64,11 @@ class Settings:
     scheduler_url: str | None = None
     batch_size: int = 64
     policy: str = "srtf"
+    runtime: str = "adaptive"
+    seu_rows: int = 256
+    estimator_backend: str | None = None  # None: no small-model sampling
+    estimator_sample: int = 8
+    aging_rate: float | None = None  # None: the policy's default
 
     @staticmethod
     def from_env() -> Settings:
@@ -62,12 +86,24 @@ class Settings:
             raise ConfigError(
                 f"DUCKDB_SEM_BATCH_SIZE={batch_raw!r} is not an integer; set it to e.g. 64"
             ) from None
+        aging_raw = env.get("DUCKDB_SEM_AGING_RATE", "")
+        try:
+            aging = float(aging_raw) if aging_raw else None
+        except ValueError:
+            raise ConfigError(
+                f"DUCKDB_SEM_AGING_RATE={aging_raw!r} is not a number; set it to e.g. 100"
+            ) from None
         settings = Settings(
             backend=env.get("DUCKDB_SEM_BACKEND", "llama:") or "llama:",
             cache_path=cache,
             scheduler_url=env.get("DUCKDB_SEM_SCHEDULER") or None,
             batch_size=batch,
             policy=env.get("DUCKDB_SEM_POLICY", "srtf") or "srtf",
+            runtime=env.get("DUCKDB_SEM_RUNTIME", "adaptive") or "adaptive",
+            seu_rows=_int_env("DUCKDB_SEM_SEU_ROWS", 256),
+            estimator_backend=env.get("DUCKDB_SEM_ESTIMATOR_BACKEND") or None,
+            estimator_sample=_int_env("DUCKDB_SEM_ESTIMATOR_SAMPLE", 8),
+            aging_rate=aging,
         )
         settings.validate()
         return settings
@@ -80,3 +116,10 @@ class Settings:
     def validate(self) -> None:
         if self.batch_size < 1:
             raise ConfigError(f"batch size must be at least 1, got {self.batch_size}")
+        if self.seu_rows < 1 or self.estimator_sample < 0:
+            raise ConfigError(
+                f"SEU rows must be >= 1 and the estimator sample >= 0, got {self.seu_rows} "
+                f"and {self.estimator_sample}"
+            )
+        if self.aging_rate is not None and self.aging_rate < 0:
+            raise ConfigError(f"aging rate must be >= 0, got {self.aging_rate}")

@@ -16,14 +16,14 @@ from duckdb_sem.backends.base import Backend
 from duckdb_sem.backends.registry import create_backend
 from duckdb_sem.cache.store import LLMCache
 from duckdb_sem.config import Settings
-from duckdb_sem.errors import ConfigError
 from duckdb_sem.scheduler.core import Scheduler
 from duckdb_sem.scheduler.seu import SchedulerClient
 
 __all__ = ["open_cache", "scheduler_for"]
 
 _lock = threading.RLock()
-_schedulers: dict[tuple[str, str, str], Scheduler] = {}
+_schedulers: dict[tuple[str, str, str, float | None], Scheduler] = {}
+_sidecars: dict[str, SchedulerClient] = {}
 _caches: dict[Path, LLMCache] = {}
 
 
@@ -41,18 +41,23 @@ def open_cache(path: Path | None) -> LLMCache | None:
 def scheduler_for(settings: Settings, backend: Backend | None = None) -> SchedulerClient:
     """The scheduler client for these settings (a sidecar client when a URL is set)."""
     if settings.scheduler_url:
-        try:
-            module = importlib.import_module("duckdb_sem.scheduler.sidecar_client")
-        except ModuleNotFoundError:
-            raise ConfigError(
-                "this build has no sidecar client; unset DUCKDB_SEM_SCHEDULER"
-            ) from None
-        client: SchedulerClient = module.SidecarClient(settings.scheduler_url)
+        url = settings.scheduler_url
+        with _lock:
+            client = _sidecars.get(url)
+            if client is None:
+                # Imported lazily: in-process users never load httpx.
+                module = importlib.import_module("duckdb_sem.scheduler.sidecar_client")
+                client = _sidecars[url] = module.SidecarClient(url)
         return client
     if backend is not None:
         # A caller-built backend object gets its own scheduler (not shared by spec).
-        return Scheduler([backend], policy=settings.policy, cache=open_cache(settings.cache_path))
-    key = (settings.backend, str(settings.cache_path), settings.policy)
+        return Scheduler(
+            [backend],
+            policy=settings.policy,
+            cache=open_cache(settings.cache_path),
+            aging_rate=settings.aging_rate,
+        )
+    key = (settings.backend, str(settings.cache_path), settings.policy, settings.aging_rate)
     with _lock:
         scheduler = _schedulers.get(key)
     if scheduler is None:
@@ -61,6 +66,9 @@ def scheduler_for(settings: Settings, backend: Backend | None = None) -> Schedul
             scheduler = _schedulers.get(key)
             if scheduler is None:
                 scheduler = _schedulers[key] = Scheduler(
-                    [built], policy=settings.policy, cache=open_cache(settings.cache_path)
+                    [built],
+                    policy=settings.policy,
+                    cache=open_cache(settings.cache_path),
+                    aging_rate=settings.aging_rate,
                 )
     return scheduler
