@@ -85,6 +85,7 @@ def _settings(
         scheduler_url=scheduler or settings.scheduler_url,
         batch_size=batch_size or settings.batch_size,
         policy=settings.policy,
+        aging_rate=settings.aging_rate,
     )
 
 
