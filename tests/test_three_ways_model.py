@@ -39,6 +39,7 @@ def llm(tmp_path_factory: pytest.TempPathFactory) -> Iterator[duckdb_sem.SemConn
     con.close()
 
 
+@pytest.mark.slow  # the first decisions calibrate the prefix: 10-30 s on two busy cores
 def test_sql_table_function_topk(llm: duckdb_sem.SemConnection) -> None:
     rows = llm.sql(
         "SELECT id, sem_rank, sem_score FROM "
@@ -65,6 +66,7 @@ def test_sql_scalar_and_dataframe_in_scope(llm: duckdb_sem.SemConnection) -> Non
     assert [r[0] for r in rows] == [1, 2] and all(isinstance(r[1], bool) for r in rows)
 
 
+@pytest.mark.slow
 def test_table_function_join(llm: duckdb_sem.SemConnection) -> None:
     rel = llm.sql(
         "SELECT * FROM sem_join('SELECT * FROM reviews WHERE id <= 2', 'genres', "
