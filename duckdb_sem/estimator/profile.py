@@ -94,6 +94,33 @@ class Profiler:
     ) -> tuple[Statistics, list[Any]] | None:
         """Statistics of ``call`` over the rows of ``args`` (all rows for prompt tokens, a
         sample of ``sample_rows`` through the estimator), and the sampled answers."""
+        return self.measure_many([(call, args)], sample=sample)[0]
+
+    def measure_many(
+        self, items: Sequence[tuple[SemCall, Sequence[pa.Array]]], *, sample: bool = True
+    ) -> list[tuple[Statistics, list[Any]] | None]:
+        """:meth:`measure` for several calls, their samples sent to the estimator together
+        (one batch: a small model's time is mostly per step, not per request)."""
+        prepared: list[tuple[SemCall, float, list[LLMRequest]] | None] = []
+        for call, args in items:
+            prepared.append(self._prepare(call, args, sample=sample))
+        requests = [r for p in prepared if p is not None for r in p[2]]
+        completions = self._complete(requests) if requests else []
+        out: list[tuple[Statistics, list[Any]] | None] = []
+        at = 0
+        for p in prepared:
+            if p is None:
+                out.append(None)
+                continue
+            call, prompt, reqs = p
+            got = completions[at : at + len(reqs)]
+            at += len(reqs)
+            out.append(self._finish(call, prompt, got))
+        return out
+
+    def _prepare(
+        self, call: SemCall, args: Sequence[pa.Array], *, sample: bool
+    ) -> tuple[SemCall, float, list[LLMRequest]] | None:
         if self.estimator is None and call.kind is OperatorKind.JOIN:
             return None  # nothing to say about a join's selectivity without a model
         columns = [a.to_pylist() for a in args]
@@ -105,31 +132,25 @@ class Profiler:
         rendered = [template.render([str(col[i]) for col in columns]) for i in rows]
         prefix = build_request(call.kind, rendered[0], output_type=call.output_type).prefix
         prompt = self._prefix(prefix) + sum(map(self.target.count_tokens, rendered)) / len(rows)
-        picked = _spread(len(rendered), self.sample_rows) if sample else []
-        answers: list[Any] = []
-        selectivity = 1.0
-        completion = 1.0
-        if self.estimator is not None and picked:
-            requests = [build_request(call.kind, rendered[i], output_type=call.output_type)
-                        for i in picked]  # fmt: skip
-            completions = self._complete(requests)
-            answers = [c.value for c in completions]
-            if call.kind in (OperatorKind.FILTER, OperatorKind.JOIN):
-                decided = [a for a in answers if a is not None]
-                selectivity = sum(1 for a in decided if a) / len(decided) if decided else 0.5
-            else:
-                texts = [c.text for c in completions if c.error is None]
-                completion = (
-                    sum(self.target.count_tokens(t) + 1 for t in texts) / len(texts)
-                    if texts
-                    else 1.0
-                )
-        elif call.kind in (OperatorKind.FILTER, OperatorKind.JOIN):
-            selectivity = 0.5
-        if call.kind in (OperatorKind.FILTER, OperatorKind.JOIN):
-            completion = 1.0
-        measured = len(picked) if self.estimator is not None else 0
-        return Statistics(selectivity, prompt, completion, measured), answers
+        picked = _spread(len(rendered), self.sample_rows) if sample and self.estimator else []
+        requests = [build_request(call.kind, rendered[i], output_type=call.output_type)
+                    for i in picked]  # fmt: skip
+        return call, prompt, requests
+
+    def _finish(
+        self, call: SemCall, prompt: float, completions: Sequence[Any]
+    ) -> tuple[Statistics, list[Any]]:
+        answers = [c.value for c in completions]
+        decide = call.kind in (OperatorKind.FILTER, OperatorKind.JOIN)
+        selectivity, completion = (0.5 if decide else 1.0), 1.0
+        if completions and decide:
+            decided = [a for a in answers if a is not None]
+            selectivity = sum(1 for a in decided if a) / len(decided) if decided else 0.5
+        elif completions:
+            texts = [c.text for c in completions if c.error is None]
+            if texts:
+                completion = sum(self.target.count_tokens(t) + 1 for t in texts) / len(texts)
+        return Statistics(selectivity, prompt, completion, len(completions)), answers
 
     def _prefix(self, prefix: str) -> int:
         if prefix not in self._prefix_tokens:
@@ -159,14 +180,10 @@ class Profiler:
     ) -> dict[str, Statistics]:
         """Per-batch statistics for the calls whose arguments are all columns of ``batch``."""
         names = set(batch.schema.names)
-        out: dict[str, Statistics] = {}
-        for call in calls:
-            if call.kind is OperatorKind.AGG or not set(call.args) <= names:
-                continue
-            measured = self.measure(call, [batch.column(a) for a in call.args])
-            if measured is not None:
-                out[operator_signature(call)] = measured[0]
-        return out
+        usable = [c for c in calls if c.kind is not OperatorKind.AGG and set(c.args) <= names]
+        measured = self.measure_many([(c, [batch.column(a) for a in c.args]) for c in usable])
+        return {operator_signature(c): m[0]
+                for c, m in zip(usable, measured, strict=True) if m is not None}  # fmt: skip
 
     # -- before the query -----------------------------------------------------------------------
     def profile_plan(self, con: Any, plan: Node) -> ProfileResult:

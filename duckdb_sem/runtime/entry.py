@@ -10,6 +10,7 @@ out SEU by SEU and memory stays bounded by a few batches.
 from __future__ import annotations
 
 import importlib
+import threading
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any, Protocol
@@ -17,6 +18,8 @@ from typing import Any, Protocol
 import duckdb
 import pyarrow as pa
 
+from duckdb_sem.backends.base import Backend
+from duckdb_sem.backends.registry import create_backend
 from duckdb_sem.backends.sim.oracles import estimate_tokens
 from duckdb_sem.estimator.accuracy import AccuracyReport, BatchRecord
 from duckdb_sem.estimator.profile import Profiler, TokenCounter
@@ -29,7 +32,7 @@ from duckdb_sem.runtime.execute_plan import Actual, Evaluator, Path
 from duckdb_sem.runtime.progress import QueryProgress, RuntimeOptions
 from duckdb_sem.runtime.seu_loop import QueryRun
 
-__all__ = ["Prepared", "Run", "prepare", "run_query", "start"]
+__all__ = ["Prepared", "Run", "options_from_settings", "prepare", "run_query", "start"]
 
 
 class Run(Protocol):
@@ -131,6 +134,30 @@ def start(
     return run
 
 
+_estimators: dict[str, Backend] = {}
+_estimators_lock = threading.Lock()
+
+
+def options_from_settings(settings: Any) -> RuntimeOptions:
+    """Options from ``Settings`` (the ``DUCKDB_SEM_RUNTIME``/``SEU_ROWS``/``ESTIMATOR_*``
+    variables); the estimator backend is built once per spec and process."""
+    if settings is None:
+        return RuntimeOptions()
+    estimator = None
+    spec = getattr(settings, "estimator_backend", None)
+    if spec:
+        with _estimators_lock:
+            if spec not in _estimators:
+                _estimators[spec] = create_backend(spec)
+            estimator = _estimators[spec]
+    return RuntimeOptions(
+        mode=getattr(settings, "runtime", "adaptive"),
+        batch_rows=getattr(settings, "seu_rows", 256),
+        estimator=estimator,
+        sample_rows=getattr(settings, "estimator_sample", 8),
+    )
+
+
 def run_query(
     con: Any,
     sql: str,
@@ -145,7 +172,7 @@ def run_query(
     lazily from the main connection; when the query reads a table that cursor cannot see (a
     TEMP table), it runs on the main connection and the result is materialized.
     """
-    options = options or RuntimeOptions()
+    options = options or options_from_settings(getattr(con, "settings", None))
     raw = getattr(con, "duckdb", con)
     prepared = prepare(raw, sql, engine, options)
     work = raw.cursor()

@@ -56,6 +56,9 @@ class RuntimeOptions:
     plan: Node | None = None  # static: this plan (else the one chosen at start)
     max_candidates: int = 128  # plans re-costed before each SEU
     seed: int = 7
+    # The query's answer memo is dropped between SEUs above this many entries, so memory stays
+    # bounded on any table (answers then come from the persistent cache, if there is one).
+    memo_limit: int = 50_000
 
     def __post_init__(self) -> None:
         if self.mode not in MODES:

@@ -221,6 +221,9 @@ class QueryRun:
         out = self._run_region(plan, batch)
         spent = self._clock() - clock
         observations = self.observer.take()
+        memo = getattr(self.query, "memo", None)
+        if memo is not None and len(memo) > self.options.memo_limit:
+            memo.clear()
         for obs in observations:
             self.refiner.observe(obs)
         w = CostModel().defaults.completion_weight

@@ -176,3 +176,16 @@ def test_empty_input_keeps_the_schema(drift: duckdb_sem.SemConnection) -> None:
     table = drift.sql(SQL.replace("FROM r WHERE", "FROM r WHERE id < 0 AND")).to_arrow_table()
     assert isinstance(table, pa.Table) and table.num_rows == 0
     assert table.column_names == ["id", "s"]
+
+
+def test_runtime_options_come_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    from duckdb_sem.config import Settings
+    from duckdb_sem.runtime.entry import options_from_settings
+
+    monkeypatch.setenv("DUCKDB_SEM_RUNTIME", "eddies")
+    monkeypatch.setenv("DUCKDB_SEM_SEU_ROWS", "32")
+    monkeypatch.setenv("DUCKDB_SEM_ESTIMATOR_BACKEND", "test:?yes_if=fine")
+    monkeypatch.setenv("DUCKDB_SEM_ESTIMATOR_SAMPLE", "4")
+    options = options_from_settings(Settings.from_env())
+    assert (options.mode, options.batch_rows, options.sample_rows) == ("eddies", 32, 4)
+    assert options.estimator is not None and options.estimator.spec.startswith("test:")
