@@ -5,7 +5,7 @@ KV cache); the *row part* is the template rendered with one row's values. Backen
 the model's chat template.
 
 Example:
-    >>> req = build_request(OperatorKind.FILTER, "'Great fun' is a positive review")
+    >>> req = build_request(OperatorKind.FILTER, "Is this review positive? Great fun")
     >>> req.output.task
     <Task.DECIDE: 'decide'>
 """
@@ -15,11 +15,24 @@ from __future__ import annotations
 from duckdb_sem.llm.outputs import parse_type
 from duckdb_sem.llm.request import DecodingParams, LLMRequest, OperatorKind, OutputSpec, Task
 
-__all__ = ["DECIDE_PREFIX", "build_request", "instruction_for"]
+__all__ = ["DECIDE_EXAMPLES", "DECIDE_PREFIX", "build_request", "instruction_for"]
 
 DECIDE_PREFIX = (
     "You judge whether a statement about the given data is true. "
-    "Read the statement and answer with yes or no only."
+    "Read the statement or question and answer with yes or no only."
+)
+# Few-shot (question, answer) pairs that backends scoring yes/no log-probabilities put after the
+# instruction: tiny models need them to answer with the label words at all. Questions, because
+# SmolLM2-135M ranked reviews far better when asked "Is this review positive? ..." than when
+# judging a statement (ROC AUC 0.71-0.83 against 0.58-0.67 on 80 Rotten Tomatoes reviews).
+# Varied domains so no one task is favoured; balanced so neither answer is primed.
+DECIDE_EXAMPLES: tuple[tuple[str, bool], ...] = (
+    ("Is this movie review positive? A gorgeous, moving film with terrific performances.", True),
+    ("Is this email an advertisement? Lunch moved to 1pm, see you in room 4.", False),
+    ("Is this product kitchenware? Stainless steel frying pan.", True),
+    ("Is this movie review positive? Dull, overlong and completely forgettable.", False),
+    ("Is this text about sports? The striker scored twice in the final minutes.", True),
+    ("Is this city in Germany? Paris.", False),
 )
 _MAP_PREFIX = "You transform data as instructed. Follow the instruction for the given data."
 _AGG_PREFIX = (
