@@ -11,7 +11,7 @@ import pytest
 import duckdb_sem
 from duckdb_sem.backends.rules import RuleBackend
 from duckdb_sem.errors import PlanError
-from duckdb_sem.runtime import MODES, RuntimeOptions
+from duckdb_sem.runtime import MODES, RuntimeOptions, run_query
 from duckdb_sem.runtime.entry import prepare, start
 
 # Rows 0-299: most say "superb"; rows 300-599: most say "cheap". A filter on each word flips
@@ -126,9 +126,11 @@ def test_results_stream_lazily(drift: duckdb_sem.SemConnection) -> None:
     drift.execute(
         "CREATE TABLE big AS SELECT i AS id, 'superb! ' || i AS text FROM range(40000) t(i)"
     )
-    drift.runtime = RuntimeOptions(mode="static", batch_rows=1000, adapt_batch=False)
-    rel = drift.sql("SELECT id FROM big WHERE sem_filter('{text} sounds superb')")
-    assert len(rel.limit(5).fetchall()) == 5  # DuckDB reads the Arrow stream lazily
+    options = RuntimeOptions(mode="static", batch_rows=1000, adapt_batch=False)
+    sql = "SELECT id FROM big WHERE sem_filter('{0} sounds superb', text)"
+    reader = run_query(drift, sql, drift.session.engine, drift.session.new_query(), options=options)
+    assert reader.read_next_batch().num_rows >= 0  # the schema comes after the first SEU
+    assert reader.read_next_batch().num_rows == 1000
     assert drift.query_progress().batches_done < 20
 
 
