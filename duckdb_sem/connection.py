@@ -63,7 +63,9 @@ class SemConnection:
         bound = self._prepare(query)
         planned = self._run_planned(query, bound, params)
         if planned is not None:
-            return SemRelation(self._con.from_arrow(planned), self, keep=statement)
+            # A relation may be scanned many times (each fetch runs it again), an Arrow stream
+            # once: keep the result. execute() and runtime.run_query() stream it instead.
+            return SemRelation(self._con.from_arrow(planned.read_all()), self, keep=statement)
         rel = self._translating(self._con.sql)(bound.sql, params=params)
         return SemRelation(rel, self, keep=statement)
 
