@@ -1,6 +1,7 @@
 """``openai:``: any OpenAI-compatible server (vLLM, llama.cpp's server, the sim server).
 
-Spec: ``openai:http://127.0.0.1:8000/v1?model=NAME&concurrency=32&timeout=60&threshold=0``.
+Spec: ``openai:http://127.0.0.1:8000/v1?model=NAME&concurrency=32&timeout=60&threshold=0``
+(plus ``retries=4&retry_budget=60&retry_backoff=0.25``).
 The API key comes from ``DUCKDB_SEM_OPENAI_API_KEY``, else ``OPENAI_API_KEY`` (or the variable
 named by ``api_key_env=``); it never goes in the spec, which is logged.
 
@@ -9,6 +10,9 @@ probability of yes-tokens against no-tokens (score = log-odds, yes when above ``
 so a model that answers "Yes." or " yes" is read correctly and free text is never searched.
 Generation is parsed into the requested type; malformed output is retried per
 :data:`~duckdb_sem.backends.base.RETRY_POLICY` (new seed, higher temperature), then NULL.
+Transport failures (timeouts, resets, HTTP 408/429/5xx, truncated or unreadable responses) are
+retried with backoff per :data:`~duckdb_sem.backends.retry.TRANSPORT_RETRY` (spec options
+``retries=`` and ``retry_budget=`` seconds), then raised naming this backend.
 
 The server kind is read from ``/v1/models`` (``owned_by``): with vLLM, load comes from its
 Prometheus ``/metrics``, token counts from ``/tokenize``, and non-zero request priorities are
@@ -24,14 +28,22 @@ import os
 import re
 import threading
 import time
-from collections.abc import Sequence
-from concurrent.futures import ThreadPoolExecutor
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor, wait
 from typing import Any
 
 import httpx
 
 from duckdb_sem.backends.base import RETRY_POLICY, Backend, Capacity, Load, RetryPolicy
 from duckdb_sem.backends.registry import BackendSpec
+from duckdb_sem.backends.retry import (
+    RETRYABLE_STATUS,
+    TRANSPORT_RETRY,
+    Transient,
+    TransportRetry,
+    call_with_retry,
+    policy_from_spec,
+)
 from duckdb_sem.errors import (
     BackendError,
     BackendTimeoutError,
@@ -94,6 +106,7 @@ class OpenAIBackend(Backend):
         threshold: float = 0.0,
         top_logprobs: int = 20,
         retry: RetryPolicy = RETRY_POLICY,
+        transport_retry: TransportRetry = TRANSPORT_RETRY,
         transport: httpx.BaseTransport | None = None,
         spec: str | None = None,
     ) -> None:
@@ -103,6 +116,7 @@ class OpenAIBackend(Backend):
         self.threshold = threshold
         self.top_logprobs = top_logprobs
         self.retry = retry
+        self.transport_retry = transport_retry
         key = api_key if api_key is not None else _key_from_env()
         headers = {"Authorization": f"Bearer {key}"} if key else {}
         self._http = httpx.Client(headers=headers, timeout=timeout, transport=transport)
@@ -180,9 +194,15 @@ class OpenAIBackend(Backend):
         with self._lock:
             self._queued += len(requests)
         futures = [self._pool.submit(self._answer, r, priority) for r in requests]
-        results = [f.result() for f in futures]
-        with self._lock:
-            self._aborted.difference_update(id(r) for r in requests)
+        try:
+            results = [f.result() for f in futures]
+        except BaseException:
+            self.abort(requests)  # the batch has failed: its other requests stop retrying
+            wait(futures)
+            raise
+        finally:
+            with self._lock:
+                self._aborted.difference_update(id(r) for r in requests)
         failed = sum(1 for c in results if c.error is not None and c.error != "aborted")
         if failed:
             with self._lock:
@@ -224,13 +244,16 @@ class OpenAIBackend(Backend):
         decide = request.output.task is Task.DECIDE
         if decide:
             body.update(max_tokens=1, logprobs=True, top_logprobs=self.top_logprobs)
-        data = self._post("/chat/completions", body)
+        data = self._post("/chat/completions", body, stop=lambda: id(request) in self._aborted)
         choice, usage = data["choices"][0], data.get("usage") or {}
-        text = (choice.get("message") or {}).get("content") or ""
+        text = str((choice.get("message") or {}).get("content") or "")
         tokens = (int(usage.get("prompt_tokens", 0)), int(usage.get("completion_tokens", 0)))
         if decide:
-            content = (choice.get("logprobs") or {}).get("content") or [{"top_logprobs": []}]
-            pairs = [(a["token"], float(a["logprob"])) for a in content[0]["top_logprobs"]]
+            try:
+                content = (choice.get("logprobs") or {}).get("content") or [{"top_logprobs": []}]
+                pairs = [(a["token"], float(a["logprob"])) for a in content[0]["top_logprobs"]]
+            except (KeyError, IndexError, TypeError, ValueError, AttributeError):
+                pairs = []  # unreadable log-probabilities: no decision, retried below
             score = decide_from_logprobs(pairs) if pairs else None
             if score is None:
                 error = f"no yes/no token among the top log-probabilities (answer {text!r})"
@@ -241,15 +264,50 @@ class OpenAIBackend(Backend):
         except OutputParseError as err:
             return Completion(None, text, *tokens, error=str(err))
 
-    def _post(self, path: str, body: dict[str, Any]) -> Any:
+    def _post(
+        self, path: str, body: dict[str, Any], *, stop: Callable[[], bool] | None = None
+    ) -> Any:
+        """POST and return the JSON answer, retrying transport failures per the policy."""
+        return call_with_retry(
+            lambda _attempt: self._post_once(path, body),
+            policy=self.transport_retry,
+            what=self.spec,
+            stop=stop,
+        )
+
+    def _post_once(self, path: str, body: dict[str, Any]) -> Any:
         try:
             resp = self._http.post(self.base_url + path, json=body)
         except httpx.TimeoutException as err:
-            raise BackendTimeoutError(f"{self.spec}: no answer in time ({err})") from None
+            raise Transient(
+                BackendTimeoutError(f"{self.spec}: no answer in time ({type(err).__name__})")
+            ) from None
         except httpx.TransportError as err:
-            raise BackendUnavailableError(f"{self.spec}: lost {self.base_url}: {err}") from None
+            raise Transient(
+                BackendUnavailableError(
+                    f"{self.spec}: lost {self.base_url} ({type(err).__name__}: {err})"
+                )
+            ) from None
+        if resp.status_code in RETRYABLE_STATUS:
+            raise Transient(
+                BackendError(
+                    f"{self.spec}: HTTP {resp.status_code} from {resp.url}: {resp.text[:200]}"
+                ),
+                retry_after=_retry_after(resp),
+            )
         self._check(resp)
-        return resp.json()
+        try:
+            data = resp.json()
+            if not isinstance(data["choices"][0], dict):
+                raise TypeError("choices[0] is not an object")
+        except (ValueError, KeyError, IndexError, TypeError) as err:
+            raise Transient(
+                BackendError(
+                    f"{self.spec}: unreadable answer from {resp.url} "
+                    f"({type(err).__name__}: {err}): {resp.text[:120]!r}"
+                )
+            ) from None
+        return data
 
     def _check(self, resp: httpx.Response) -> None:
         if resp.status_code in (401, 403):
@@ -289,6 +347,14 @@ class OpenAIBackend(Backend):
         return self.base_url.removesuffix("/v1")
 
 
+def _retry_after(resp: httpx.Response) -> float | None:
+    """Seconds from a ``Retry-After`` header (only the delay-seconds form), capped at 30."""
+    try:
+        return min(30.0, max(0.0, float(resp.headers.get("retry-after", ""))))
+    except ValueError:
+        return None
+
+
 def _parse_gauges(text: str) -> Load:
     values = {"waiting": 0.0, "running": 0.0}
     for line in text.splitlines():
@@ -317,5 +383,6 @@ def from_spec(spec: BackendSpec) -> OpenAIBackend:
         concurrency=spec.int_option("concurrency", 0) or None,
         timeout=spec.float_option("timeout", 60.0),
         threshold=spec.float_option("threshold", 0.0),
+        transport_retry=policy_from_spec(spec),
         spec=spec.raw,
     )
