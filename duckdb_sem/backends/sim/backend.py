@@ -6,7 +6,9 @@ and is accounted on a virtual clock (``virtual_seconds``), optionally slept in r
 by ``time_scale``. Every description, log line and server response says SIMULATED.
 
 Spec options: ``sim:PROFILE?selectivity=0.3&seed=1&time_scale=0.001&output_words=8``
-``&malformed=0.0&labels=/path/labels.csv&positive=fresh``.
+``&malformed=0.0&labels=/path/labels.csv&positive=fresh``; injected transport faults
+``&fault=timeout|hang|reset|429|500|truncate&fail_rate=0.2&hang_s=30`` (see :mod:`.faults`),
+retried per ``&retries=4&retry_budget=60&retry_backoff=0.25`` (:mod:`~duckdb_sem.backends.retry`).
 
 Example:
     >>> backend = from_spec(parse_spec("sim:default?selectivity=0.3"))
@@ -24,8 +26,15 @@ from typing import Any
 
 from duckdb_sem.backends.base import RETRY_POLICY, Backend, Capacity, Load, RetryPolicy
 from duckdb_sem.backends.registry import BackendSpec, parse_spec
+from duckdb_sem.backends.retry import (
+    TRANSPORT_RETRY,
+    TransportRetry,
+    call_with_retry,
+    policy_from_spec,
+)
 from duckdb_sem.backends.sim.cost_model import SeqState
 from duckdb_sem.backends.sim.engine import EngineStats, VirtualEngine
+from duckdb_sem.backends.sim.faults import FaultPlan
 from duckdb_sem.backends.sim.oracles import (
     HashOracle,
     LookupOracle,
@@ -57,6 +66,8 @@ class SimBackend(Backend):
         time_scale: float = 0.0,
         malformed: float = 0.0,
         retry: RetryPolicy = RETRY_POLICY,
+        faults: FaultPlan | None = None,
+        transport_retry: TransportRetry = TRANSPORT_RETRY,
         spec: str | None = None,
     ) -> None:
         self.profile = get_profile(profile) if isinstance(profile, str) else profile
@@ -65,6 +76,8 @@ class SimBackend(Backend):
             raise ConfigError(f"sim malformed={malformed} must be between 0 and 1")
         self.malformed = malformed
         self.retry = retry
+        self.faults = faults
+        self.transport_retry = transport_retry
         self.spec = spec or f"sim:{self.profile.name}"
         self.engine = VirtualEngine(self.profile, time_scale=time_scale)
         self.warnings = 0  # requests answered NULL after all retries
@@ -107,11 +120,27 @@ class SimBackend(Backend):
         with self._lock:
             seqs = [s for r in requests for s in self._live.get(id(r), [])]
         self.engine.abort(seqs)
+        if self.faults is not None:
+            self.faults.wake()
 
     def close(self) -> None:
+        if self.faults is not None:
+            self.faults.wake()
         self.engine.close()
 
     def complete(self, requests: Sequence[LLMRequest]) -> list[Completion]:
+        faults = self.faults
+        if faults is None or not requests:
+            return self._complete(requests)
+        rows = [r.row for r in requests]
+
+        def attempt(n: int) -> list[Completion]:
+            faults.inject(self.spec, rows, attempt=n)  # before any simulated GPU time
+            return self._complete(requests)
+
+        return call_with_retry(attempt, policy=self.transport_retry, what=self.spec)
+
+    def _complete(self, requests: Sequence[LLMRequest]) -> list[Completion]:
         results: list[Completion | None] = [None] * len(requests)
         pending = list(range(len(requests)))
         for attempt in range(self.retry.attempts + 1):
@@ -215,11 +244,22 @@ def from_spec(spec: BackendSpec) -> SimBackend:
         oracle = LookupOracle.from_csv(
             labels, positive=positive.split("|") if positive else None, fallback=oracle
         )
+    fault = spec.option("fault")
+    faults = None
+    if fault:
+        faults = FaultPlan(
+            fault,
+            spec.float_option("fail_rate", 1.0),
+            seed,
+            hang_s=spec.float_option("hang_s", 30.0),
+        )
     return SimBackend(
         spec.target or "default",
         oracle=oracle,
         time_scale=spec.float_option("time_scale", 0.0),
         malformed=spec.float_option("malformed", 0.0),
+        faults=faults,
+        transport_retry=policy_from_spec(spec),
         spec=spec.raw,
     )
 

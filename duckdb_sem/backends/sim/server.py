@@ -25,7 +25,7 @@ from typing import Any
 
 from duckdb_sem.backends.sim.backend import SimBackend
 from duckdb_sem.backends.sim.oracles import estimate_tokens
-from duckdb_sem.errors import SemError
+from duckdb_sem.errors import BackendError, BackendTimeoutError, SemError
 from duckdb_sem.llm.request import (
     Completion,
     DecodingParams,
@@ -228,6 +228,10 @@ class _Handler(BaseHTTPRequestHandler):
             return
         try:
             payload = self.sim.answer(body, chat=self.path.endswith("chat/completions"))
+        except BackendError as err:  # injected faults (``fault=``): a server-side failure
+            status = 504 if isinstance(err, BackendTimeoutError) else 503
+            self._send(status, {"error": {"message": f"{err}", "type": "server_error"}})
+            return
         except (SemError, ValueError, TypeError) as err:
             self._send(
                 400, {"error": {"message": f"SIMULATED server: {err}", "type": "invalid_request"}}
