@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 
 from duckdb_sem.backends.base import Backend
 from duckdb_sem.cache.store import LLMCache
-from duckdb_sem.errors import QueryCancelledError, SchedulerError
+from duckdb_sem.errors import QueryCancelledError, SchedulerError, SemError
 from duckdb_sem.llm.request import Completion, LLMRequest
 from duckdb_sem.scheduler.accounting import QueryState, ThroughputWindow, Usage
 from duckdb_sem.scheduler.admission import (
@@ -74,6 +74,18 @@ class _Running:
     replica: ReplicaState
     work: list[_Pending]
     answered: int = 0
+
+
+def _naming(error: BaseException, operator: str, backend: Backend) -> BaseException:
+    """The same error, its message naming the operator that waited and the backend that failed."""
+    if not isinstance(error, SemError):
+        return error
+    message = str(error)
+    if backend.spec not in message:
+        message = f"{backend.describe()}: {message}"
+    named = type(error)(f"{operator or 'semantic operator'} failed: {message}")
+    named.__cause__ = error
+    return named
 
 
 class Scheduler:
@@ -258,11 +270,12 @@ class Scheduler:
             running = self._running.get(dispatch_id)
             if running is None:
                 return
+            backend = running.replica.backend
             for pending in running.work[running.answered :]:
                 if self._pending.get(pending.key) is pending:
                     del self._pending[pending.key]
                 for waiter, _ in pending.waiters:
-                    self._fail_waiter(waiter, error)
+                    self._fail_waiter(waiter, _naming(error, waiter.seu.operator, backend))
                 running.replica.requests -= 1
                 running.replica.tokens -= pending.tokens
             self._release_locked(running)
