@@ -62,6 +62,7 @@ class SemSession:
         self._lock = threading.Lock()
         self._suffix = ""
         self._temp = ""
+        self._shared = False
 
     def new_query(self, **kwargs: object) -> QueryContext:
         self.query = QueryContext(**kwargs)  # type: ignore[arg-type]
@@ -78,6 +79,7 @@ class SemSession:
         persistent macros instead, for one session serving every cursor of an in-memory
         catalog (the wire server).
         """
+        self._shared = shared
         self._suffix = "" if shared else f"_s{next(_session_ids)}"
         self._temp = "" if shared else "TEMP "
         for op, kind, return_type in (
@@ -95,7 +97,12 @@ class SemSession:
             self._macro(f"sem_map_{short}", typed_map_function(spec), "[{}]")
 
     def uninstall(self) -> None:
-        """Drop this session's UDFs from the database (other connections may stay open)."""
+        """Drop this session's UDFs from the database (other connections may stay open).
+
+        A shared session serves many cursors and outlives each of them: it stays installed.
+        """
+        if self._shared:
+            return
         for name in sorted(self._registered):
             with contextlib.suppress(duckdb.Error):
                 self.con.remove_function(name + self._suffix)
