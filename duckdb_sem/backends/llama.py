@@ -20,6 +20,7 @@ Example: ``llama:?threads=2`` or ``llama:/models/qwen.gguf?n_ctx=4096``
 
 from __future__ import annotations
 
+import atexit
 import hashlib
 import json
 import logging
@@ -140,6 +141,15 @@ def _open(path: Path, n_ctx: int, threads: int) -> _Loaded:
     )
 
 
+@atexit.register
+def _close_all() -> None:
+    # Free contexts while llama_cpp is still importable; its own __del__ fails at shutdown.
+    with _MODELS_LOCK:
+        for loaded in _MODELS.values():
+            loaded.llama.close()
+        _MODELS.clear()
+
+
 def _json_schema(spec: TypeSpec) -> dict[str, Any]:
     """A JSON schema that only admits values ``spec.parse`` accepts (for grammar decoding)."""
     if spec.kind == "list":
@@ -179,6 +189,7 @@ class LlamaBackend(Backend):
         self._model = _load(path, n_ctx, threads)
         self._calibration: dict[str, float] = {}  # prefix -> content-free margin
         self._grammars: dict[str, Any] = {}  # sql type -> LlamaGrammar
+        self._shared: dict[str, list[int]] = {}  # prefix -> tokens shared by all its rows
         examples = json.dumps(DECIDE_EXAMPLES).encode()
         self._id = (
             f"llama:{path.name}:{path.stat().st_size}:ctx{n_ctx}:"
@@ -226,14 +237,28 @@ class LlamaBackend(Backend):
 
     def _margin(self, prefix: str, row: str) -> tuple[float, int]:
         """log P(yes tokens) - log P(no tokens) as the assistant turn starts, and prompt size."""
+        shared = self._shared_tokens(prefix)
         tokens = self._prompt(self._decide_messages(prefix, row), reserve=1)
-        self._eval_reusing_cache(tokens)
+        self._eval_after_prefix(shared, tokens)
         import llama_cpp
 
         logits = llama_cpp.llama_get_logits_ith(self._model.llama._ctx.ctx, -1)
         yes = _logsumexp([logits[t] for t in self._model.yes_ids])
         no = _logsumexp([logits[t] for t in self._model.no_ids])
         return yes - no, len(tokens)
+
+    def _shared_tokens(self, prefix: str) -> list[int]:
+        """The tokens every row of ``prefix`` starts with, whatever the chat template."""
+        if prefix not in self._shared:
+            if len(self._shared) >= _MAX_CALIBRATIONS:
+                self._shared.pop(next(iter(self._shared)))
+            a = self._render(self._decide_messages(prefix, "A"))
+            b = self._render(self._decide_messages(prefix, "B"))
+            common = 0
+            while common < min(len(a), len(b)) and a[common] == b[common]:
+                common += 1
+            self._shared[prefix] = a[:common]
+        return self._shared[prefix]
 
     @staticmethod
     def _decide_messages(prefix: str, row: str) -> list[dict[str, str]]:
@@ -244,17 +269,24 @@ class LlamaBackend(Backend):
         messages.append({"role": "user", "content": row})
         return messages
 
-    def _eval_reusing_cache(self, tokens: list[int]) -> None:
-        """Evaluate only the tokens after the longest prefix already in the KV cache."""
+    def _eval_after_prefix(self, shared: list[int], tokens: list[int]) -> None:
+        """Evaluate ``tokens``, reusing the KV cache of ``shared`` when it is already there.
+
+        The prefix is always evaluated whole from position 0 and the row from the end of the
+        prefix: llama.cpp's float results depend on how tokens are split into batches, so a
+        cache reused from an arbitrary common point would make scores depend on history.
+        """
         llama = self._model.llama
-        cached = llama.n_tokens
-        common = 0
-        limit = min(cached, len(tokens) - 1)  # always evaluate one token, for fresh logits
-        ids = llama.input_ids
-        while common < limit and ids[common] == tokens[common]:
-            common += 1
-        llama.n_tokens = common  # eval() drops the KV cache after n_tokens
-        llama.eval(tokens[common:])
+        cut = len(shared)
+        if tokens[:cut] != shared or cut >= len(tokens):
+            cut = 0  # the row was truncated into the prefix: no reuse, still deterministic
+        cached = llama.n_tokens >= cut > 0 and list(llama.input_ids[:cut]) == shared
+        if not cached:
+            llama.n_tokens = 0
+            if cut:
+                llama.eval(shared)
+        llama.n_tokens = cut  # eval() drops the KV cache after n_tokens
+        llama.eval(tokens[cut:])
 
     # -- generation ----------------------------------------------------------------------
 
