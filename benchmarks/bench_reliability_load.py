@@ -83,7 +83,7 @@ def _connect(**kwargs: Any) -> Any:
 
 
 # -- worker process -----------------------------------------------------------------------------
-def worker(url: str, connections: int, seconds: float, seed: int) -> None:
+def worker(url: str, connections: int, seconds: float, seed: int, out: str) -> None:
     deadline = time.monotonic() + seconds
     results: list[tuple[str, str, float]] = []
     errors: list[str] = []
@@ -119,8 +119,9 @@ def worker(url: str, connections: int, seconds: float, seed: int) -> None:
         time.sleep(1.0)
     for th in threads:
         th.join()
-    print(json.dumps({"results": results, "errors": errors[:20], "n_errors": len(errors),
-                      "rss": rss}))  # fmt: skip
+    # a file, not stdout: a pipe the parent reads only at the end would fill up and block us
+    Path(out).write_text(json.dumps({"results": results, "errors": errors[:20],
+                                     "n_errors": len(errors), "rss": rss}))  # fmt: skip
 
 
 # -- the parent ---------------------------------------------------------------------------------
@@ -209,12 +210,21 @@ def run_load(
         drain = threading.Thread(target=sidecar.stderr.read, daemon=True)  # its log
         drain.start()
         started = time.monotonic()
+        logs = [(tmp / f"client{p}.log").open("wb") for p in range(processes)]
         clients = [
             subprocess.Popen(
-                [sys.executable, __file__, "--worker", url, str(connections), str(seconds), str(p)],
-                stdout=subprocess.PIPE,
-                stderr=subprocess.PIPE,
-                text=True,
+                [
+                    sys.executable,
+                    __file__,
+                    "--worker",
+                    url,
+                    str(connections),
+                    str(seconds),
+                    str(p),
+                    str(tmp / f"client{p}.json"),
+                ],
+                stdout=subprocess.DEVNULL,
+                stderr=logs[p],
                 env=env,
             )
             for p in range(processes)
@@ -223,7 +233,9 @@ def run_load(
         while any(c.poll() is None for c in clients):
             side_rss.append((time.monotonic() - started, rss_mb(sidecar.pid)))
             time.sleep(1.0)
-        outputs = [c.communicate() for c in clients]
+        for c, log in zip(clients, logs, strict=True):
+            c.wait()
+            log.close()
         report.wall_s = time.monotonic() - started
         import httpx
 
@@ -237,11 +249,13 @@ def run_load(
         if sidecar.stderr is not None:
             sidecar.stderr.close()
     seen: dict[str, set[str]] = {}
-    for p, (out, err) in enumerate(outputs):
-        if not out.strip():
+    for p in range(processes):
+        result = tmp / f"client{p}.json"
+        if not result.exists():
+            err = (tmp / f"client{p}.log").read_text(errors="replace")
             report.errors.append(f"client {p} died: {err[-500:]}")
             continue
-        data = json.loads(out.strip().splitlines()[-1])
+        data = json.loads(result.read_text())
         report.errors += data["errors"][: max(0, 20 - len(report.errors))]
         if data["n_errors"]:
             report.errors.append(f"client {p}: {data['n_errors']} errors")
@@ -262,8 +276,8 @@ def run_load(
 
 def main() -> None:
     if len(sys.argv) > 1 and sys.argv[1] == "--worker":
-        url, connections, seconds, seed = sys.argv[2:6]
-        worker(url, int(connections), float(seconds), int(seed))
+        url, connections, seconds, seed, out = sys.argv[2:7]
+        worker(url, int(connections), float(seconds), int(seed), out)
         return
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument("--processes", type=int, default=4)
