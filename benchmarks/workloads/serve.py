@@ -32,9 +32,6 @@ def main() -> None:
     backend = SimBackend(profile(args.profile), oracle=WorkloadOracle(),
                          time_scale=args.time_scale)  # fmt: skip
     server = SimServer(backend, port=args.port)
-    # Reply without Nagle's delay (as uvicorn does for vLLM): the stdlib handler sends headers
-    # and body separately, and clients' sequential /tokenize calls then wait ~40 ms each.
-    server.httpd.RequestHandlerClass.disable_nagle_algorithm = True  # type: ignore[attr-defined]
     server.start()
     print(f"READY {server.base_url} {server.model_id}", flush=True)
     for line in sys.stdin:

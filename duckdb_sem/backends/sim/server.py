@@ -169,6 +169,9 @@ class _Server(ThreadingHTTPServer):
 class _Handler(BaseHTTPRequestHandler):
     sim: SimServer
     protocol_version = "HTTP/1.1"
+    # Reply without Nagle's delay (as uvicorn does for vLLM): the stdlib handler writes headers
+    # and body separately, so a client's sequential small requests would wait ~40 ms each.
+    disable_nagle_algorithm = True
 
     def log_message(self, format: str, *args: Any) -> None:
         logger.debug("sim server: " + format, *args)
