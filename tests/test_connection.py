@@ -184,3 +184,10 @@ def test_interrupt_stops_llm_work() -> None:
     assert not worker.is_alive()
     assert errors and isinstance(errors[0], (QueryCancelledError, duckdb.InterruptException))
     assert backend.calls < 20
+
+
+def test_filter_on_a_map_alias_runs_on_the_planned_path(con: duckdb_sem.SemConnection) -> None:
+    rows = con.sql(
+        "SELECT id, sem_map('{text}') AS gist FROM reviews WHERE sem_filter('{gist} ok') ORDER BY id"
+    ).fetchall()
+    assert rows == [(1, "a good film"), (3, "great fun")]

@@ -115,7 +115,10 @@ def _bind_call(call: exp.Anonymous, root: exp.Expr, describe: Describe) -> TypeS
                 f"(got {len(rest)}); write the columns in the template, e.g. '{{text}}'"
             )
         scope = _sources_of(call, root, describe)
-        columns = [_resolve(field, scope, template) for field in template.distinct_fields()]
+        aliases = _select_aliases(call)
+        columns = [
+            _resolve(field, scope, template, aliases) for field in template.distinct_fields()
+        ]
         template = template.positional()
         call.meta["sem_rewritten"] = True
     spec = parse_type(type_arg) if type_arg is not None else None
@@ -161,15 +164,31 @@ def _sources_of(call: exp.Expr, root: exp.Expr, describe: Describe) -> list[_Sou
             columns = tuple(describe(f"{prefix}SELECT * FROM {source_sql} LIMIT 0"))
         except BindError:
             raise
-        except Exception as err:  # DuckDB's own message says which table is missing
+        except Exception as err:  # noqa: BLE001 - DuckDB's own message names what is missing
             raise BindError(f"cannot read the columns of {source_sql}: {err}") from None
         sources.append(_Source(alias, columns))
     return sources
 
 
-def _resolve(field: str, sources: list[_Source], template: Template) -> exp.Expression:
+def _select_aliases(call: exp.Expr) -> tuple[str, ...]:
+    """Output names of the call's SELECT that another semantic call may read (not its own)."""
+    select = call.find_ancestor(exp.Select)
+    if select is None:
+        return ()
+    own = call.find_ancestor(exp.Alias)
+    return tuple(e.alias for e in select.expressions if isinstance(e, exp.Alias) and e is not own)
+
+
+def _resolve(
+    field: str, sources: list[_Source], template: Template, aliases: Sequence[str] = ()
+) -> exp.Expression:
     qualifier, _, column = field.rpartition(".")
     column = column.strip('"')
+    if not qualifier and not any(c.lower() == column.lower() for s in sources for c in s.columns):
+        # {gist} may name a select-list alias, e.g. a sem_map result filtered in WHERE.
+        for alias in aliases:
+            if alias.lower() == column.lower():
+                return exp.column(alias, quoted=True)
     candidates = [
         s for s in sources if not qualifier or s.alias.lower() == qualifier.strip('"').lower()
     ]

@@ -109,3 +109,16 @@ def test_binding_errors(describe: object, sql: str, error: type[Exception], mess
 def test_quick_detection() -> None:
     assert has_semantic_call("select SEM_FILTER ('x')")
     assert not has_semantic_call("select semantic_filter('x')")
+
+
+def test_field_may_name_a_select_alias(describe: object) -> None:
+    bound = bind_sql(
+        "SELECT sem_map('{text}') AS gist FROM reviews WHERE sem_filter('{gist} is short')",
+        describe,  # type: ignore[arg-type]
+    )
+    assert "sem_filter('{0} is short', \"gist\")" in bound.sql
+
+
+def test_a_call_cannot_read_its_own_alias(describe: object) -> None:
+    with pytest.raises(UnknownColumnError, match=r"unknown column \{gist\}"):
+        bind_sql("SELECT sem_map('{gist}') AS gist FROM reviews", describe)  # type: ignore[arg-type]
