@@ -2,5 +2,5 @@
 -- Scored: `predicted` against the critics' fresh/rotten label.
 SELECT review_id,
        fresh AS label,
-       sem_filter('The movie review "{text}" is positive') AS predicted
+       sem_filter('Is this movie review positive? {text}') AS predicted
 FROM (SELECT * FROM reviews ORDER BY review_id LIMIT 40);

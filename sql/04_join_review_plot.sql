@@ -5,6 +5,6 @@ WITH r AS (SELECT * FROM reviews WHERE movie IN (SELECT movie FROM plots ORDER B
      p AS (SELECT * FROM plots ORDER BY movie LIMIT 4)
 SELECT r.review_id, p.movie,
        r.movie = p.movie AS label,
-       sem_join('The review "{r.text}" is about the movie whose plot is: {p.plot}') AS predicted
+       sem_join('Is this review about the movie with this plot? Review: {r.text} Plot: {p.plot}') AS predicted
 FROM r, p
 ORDER BY r.review_id, p.movie;
