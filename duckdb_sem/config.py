@@ -41,6 +41,11 @@ ENV_VARS = {
     "DUCKDB_SEM_ESTIMATOR_BACKEND": "backend spec of the estimator's small model (default off)",
     "DUCKDB_SEM_ESTIMATOR_SAMPLE": "rows per operator the estimator samples per batch (default 8)",
     "DUCKDB_SEM_AGING_RATE": "srtf/joint aging rate, cost units per second waited (default 100)",
+    "DUCKDB_SEM_OPENAI_API_KEY": "API key of openai: backends (else OPENAI_API_KEY)",
+    "DUCKDB_SEM_SIM_PROFILE": "duckdb-sem sim-server: the simulated GPU profile (default default)",
+    "DUCKDB_SEM_SIM_LISTEN": "duckdb-sem sim-server: HOST:PORT to listen on",
+    "DUCKDB_SEM_SIM_TIME_SCALE": "duckdb-sem sim-server: real seconds per simulated second",
+    "DUCKDB_SEM_TEST_CACHE": "tests only: where slow fixtures (the HF copy of SmolLM2) are kept",
 }
 
 

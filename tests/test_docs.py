@@ -35,3 +35,13 @@ def test_cli_commands_in_the_readme_exist() -> None:
     for command in set(re.findall(r"^(?:\$ )?duckdb-sem ([a-z-]+)", README, re.MULTILINE)):
         result = runner.invoke(cli, [command, "--help"])
         assert result.exit_code == 0, f"duckdb-sem {command}: {result.output}"
+
+
+def test_every_environment_variable_the_code_reads_is_declared() -> None:
+    used: set[str] = set()
+    for folder in ("duckdb_sem", "tests", "scripts", "benchmarks"):
+        for path in (ROOT / folder).rglob("*"):
+            if path.suffix in {".py", ".sh"} or path.parent.name == "scripts":
+                if path.is_file():
+                    used |= set(re.findall(r"DUCKDB_SEM_[A-Z_]*[A-Z]", path.read_text()))
+    assert used <= set(ENV_VARS), f"declare in duckdb_sem/config.py: {sorted(used - set(ENV_VARS))}"
