@@ -41,7 +41,6 @@ def test_every_environment_variable_the_code_reads_is_declared() -> None:
     used: set[str] = set()
     for folder in ("duckdb_sem", "tests", "scripts", "benchmarks"):
         for path in (ROOT / folder).rglob("*"):
-            if path.suffix in {".py", ".sh"} or path.parent.name == "scripts":
-                if path.is_file():
-                    used |= set(re.findall(r"DUCKDB_SEM_[A-Z_]*[A-Z]", path.read_text()))
+            if path.is_file() and (path.suffix in {".py", ".sh"} or path.parent.name == "scripts"):
+                used |= set(re.findall(r"DUCKDB_SEM_[A-Z_]*[A-Z]", path.read_text()))
     assert used <= set(ENV_VARS), f"declare in duckdb_sem/config.py: {sorted(used - set(ENV_VARS))}"

@@ -27,7 +27,7 @@ def run_with_progress(
     def work() -> None:
         try:
             outcome["table"] = con.execute(sql).arrow()
-        except BaseException as err:
+        except BaseException as err:  # noqa: BLE001 - re-raised in the main thread
             outcome["error"] = err
 
     worker = threading.Thread(target=work, name="duckdb-sem-query", daemon=True)
@@ -55,7 +55,7 @@ def _line(con: SemConnection) -> str:
     stats = con.stats()
     try:
         pct = float(con.duckdb.query_progress())
-    except Exception:
+    except Exception:  # noqa: BLE001 - progress is best-effort
         pct = -1.0
     done = f"{pct:5.1f}%" if pct >= 0 else "  ...  "
     return (

@@ -47,7 +47,7 @@ def query(
     except SemError as exc:
         err.print(f"[red]error[/red] ({type(exc).__name__}): {exc}")
         sys.exit(1)
-    except Exception as exc:  # DuckDB's own errors: show the message, not a traceback
+    except Exception as exc:  # noqa: BLE001 - DuckDB's own errors: the message, no traceback
         err.print(f"[red]error[/red]: {exc}")
         sys.exit(1)
     if fmt == "table":
