@@ -12,6 +12,7 @@ from __future__ import annotations
 import importlib
 import logging
 import re
+import warnings
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -96,14 +97,22 @@ class SemConnection:
         return rows
 
     def arrow(self) -> Any:
-        """The pending result as a ``pyarrow.Table``."""
-        return self._translating(self._con.to_arrow_table)()
+        """The pending result as a ``pyarrow.Table``.
+
+        DuckDB 2 warns that Arrow from a DB-API result copies the rows; that copy is what this
+        DB-API-style call means, so the warning is silenced here. ``con.sql(q).arrow()`` avoids it.
+        """
+        with warnings.catch_warnings():
+            warnings.filterwarnings("ignore", message="Arrow output on a DB-API result")
+            return self._translating(self._con.to_arrow_table)()
 
     def to_arrow_table(self) -> Any:
         return self.arrow()
 
     def to_arrow_reader(self, batch_size: int = 1_000_000) -> Any:
-        return self._translating(self._con.to_arrow_reader)(batch_size)
+        with warnings.catch_warnings():
+            warnings.filterwarnings("ignore", message="Arrow output on a DB-API result")
+            return self._translating(self._con.to_arrow_reader)(batch_size)
 
     def df(self) -> Any:
         return self._translating(self._con.df)()

@@ -191,3 +191,14 @@ def test_filter_on_a_map_alias_runs_on_the_planned_path(con: duckdb_sem.SemConne
         "SELECT id, sem_map('{text}') AS gist FROM reviews WHERE sem_filter('{gist} ok') ORDER BY id"
     ).fetchall()
     assert rows == [(1, "a good film"), (3, "great fun")]
+
+
+def test_arrow_after_execute_works_on_both_paths(con: duckdb_sem.SemConnection) -> None:
+    # planned path, then the UDF path (a CTE is not planned): no DuckDB copy warning leaks out
+    planned = con.execute(
+        "SELECT id FROM reviews WHERE sem_filter('{text} ok') ORDER BY id"
+    ).arrow()
+    udf = con.execute(
+        "WITH r AS (SELECT * FROM reviews) SELECT id FROM r WHERE sem_filter('{text} ok') ORDER BY id"
+    ).arrow()
+    assert planned.column("id").to_pylist() == udf.column("id").to_pylist() == [1, 3]
