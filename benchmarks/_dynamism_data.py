@@ -4,10 +4,12 @@ SIMULATED target and estimator backends whose answers come from the labels.
 Rows come from the bundled Rotten Tomatoes reviews (``fresh`` is the label of filter A, "is a
 positive review") joined with their movie's plot. Filter B ("describes a crime story") and C
 ("is set in a city") read a second column and have synthetic labels, drawn per batch. In a
-*normal* batch A is unselective and cheap (fresh reviews, short text) and B selective and
-expensive (full plots, 20% yes); in a *flipped* batch the opposite (rotten reviews with the plot
-appended, short plot heads with 80% yes for B). C stays at 50%. The best filter order therefore
-flips with the batch. Each row carries a unique id so no two requests are identical.
+*normal* batch A is cheap and selective (short reviews, 10% positive) and B expensive and
+unselective (full plots, 90% yes); in a *flipped* batch the opposite (positive reviews with the
+plot appended, 90%; short plot heads with 10% yes for B). C reads B's text and stays at 50%.
+As in SeqoFlow's dynamism experiment the operators differ several-fold in cost and selectivity,
+so the best filter order differs between the two kinds of batch (A first, or B then C first).
+Each row carries a unique id so no two requests are identical.
 
 The estimator is a faster SIMULATED small model whose answers disagree with the labels on
 ``noise`` of the requests (a small model is not the target model).
@@ -96,7 +98,7 @@ def build(
         flip = b in flipped
         for k in range(batch_rows):
             i = b * batch_rows + k
-            positive = rng.random() < (0.2 if flip else 0.8)
+            positive = rng.random() < (0.9 if flip else 0.1)
             review = rng.choice(fresh if positive else rotten)
             plot = plots[review["movie"]]
             if flip:
@@ -107,7 +109,7 @@ def build(
                 b_text = f"[{i}] {plot}"
             rows.append((i, a_text, b_text))
             labels[A.replace("{a_text}", a_text)] = positive
-            labels[B.replace("{b_text}", b_text)] = rng.random() < (0.8 if flip else 0.2)
+            labels[B.replace("{b_text}", b_text)] = rng.random() < (0.1 if flip else 0.9)
             labels[C.replace("{b_text}", b_text)] = rng.random() < 0.5
     con.execute(f"CREATE OR REPLACE TABLE {table} (id INTEGER, a_text VARCHAR, b_text VARCHAR)")
     con.executemany(f"INSERT INTO {table} VALUES (?, ?, ?)", rows)

@@ -1,8 +1,9 @@
 """Run a statement with a live progress line on stderr, and Ctrl-C that cancels cleanly.
 
 The statement runs in a worker thread; the main thread renders DuckDB's own progress estimate
-beside duckdb-sem's LLM counters (requests asked, answered by the backend, from the cache) and
-turns Ctrl-C into :meth:`SemConnection.interrupt`, which drops the query's queued LLM work.
+beside duckdb-sem's LLM counters (requests asked, answered by the backend, from the cache) and,
+for a query on the SEU loop, ``con.query_progress()`` (batches done, estimated remaining cost);
+it turns Ctrl-C into :meth:`SemConnection.interrupt`, which drops the query's queued LLM work.
 """
 
 from __future__ import annotations
@@ -61,4 +62,19 @@ def _line(con: SemConnection) -> str:
     return (
         f"{done}  LLM requests {stats.llm_calls}  (run {stats.physical_calls}, cached "
         f"{stats.cache_hits}, shared {stats.fused + stats.deduplicated})  SEUs {stats.seus}"
+        + _plan_progress(con)
+    )
+
+
+def _plan_progress(con: SemConnection) -> str:
+    """Batches done and estimated remaining cost of a query on the SEU loop ('' otherwise)."""
+    try:
+        p = con.query_progress()
+    except Exception:  # noqa: BLE001 - progress is best-effort
+        return ""
+    if not getattr(p, "rows_total", 0) or getattr(p, "finished", False):
+        return ""
+    return (
+        f"  batches {p.batches_done} ({p.rows_done:,}/{p.rows_total:,} rows), "
+        f"est. remaining {p.estimated_remaining_cost:,.0f} tokens"
     )

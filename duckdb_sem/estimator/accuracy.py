@@ -73,7 +73,8 @@ class AccuracyReport:
             f"(median error {self.median_error:.1%})",
         ]
         if self.top2 is not None:
-            out.append(f"batches on one of the two cheapest plans: {self.top2:.1%}")
+            out.append(f"batches on one of the two cheapest plans: {self.top2:.1%}"
+                       " (each batch re-costed with what it showed)")  # fmt: skip
         out.append(
             f"estimator LLM time {self.estimator_seconds:.3f}s of {self.seconds + self.estimator_seconds:.3f}s "
             f"({self.overhead_share:.1%})"

@@ -11,9 +11,10 @@ Two entry points:
 - :meth:`Profiler.profile_plan` before a query runs: samples every scan (DuckDB's reservoir
   sample) and pushes the sample through each operator of the plan (``sem_map`` outputs first,
   for the operators that read them; a cross-table call gets pairs of the two samples);
-- :meth:`Profiler.profile_batch` before each SEU: the operators that read only the driving
-  table are sampled on the upcoming batch itself, so a batch whose selectivity or cost flipped
-  is estimated as it is, not as the previous one was.
+- :meth:`Profiler.profile_batch` before each SEU: the prompt tokens of the operators that read
+  only the driving table are counted on the upcoming batch itself (no LLM), and those whose
+  statistics are in doubt are sampled on it, so a batch whose selectivity or cost flipped is
+  estimated as it is, not as the previous one was.
 
 The estimator's own LLM time is accumulated in :attr:`Profiler.seconds` (the simulated clock
 for a SIMULATED estimator, wall time otherwise) so every end-to-end figure can include it.
@@ -176,12 +177,15 @@ class Profiler:
 
     # -- before each SEU ------------------------------------------------------------------------
     def profile_batch(
-        self, batch: pa.RecordBatch | pa.Table, calls: Iterable[SemCall]
+        self, batch: pa.RecordBatch | pa.Table, calls: Iterable[SemCall], *, sample: bool = True
     ) -> dict[str, Statistics]:
-        """Per-batch statistics for the calls whose arguments are all columns of ``batch``."""
+        """Per-batch statistics for the calls whose arguments are all columns of ``batch``
+        (``sample=False``: prompt tokens counted on every row, no estimator call)."""
         names = set(batch.schema.names)
         usable = [c for c in calls if c.kind is not OperatorKind.AGG and set(c.args) <= names]
-        measured = self.measure_many([(c, [batch.column(a) for a in c.args]) for c in usable])
+        measured = self.measure_many(
+            [(c, [batch.column(a) for a in c.args]) for c in usable], sample=sample
+        )
         return {operator_signature(c): m[0]
                 for c, m in zip(usable, measured, strict=True) if m is not None}  # fmt: skip
 

@@ -1,12 +1,27 @@
 """Online refinement: fold each batch's observed outcomes back into the statistics.
 
 After an SEU ran, every semantic operator reports what it really did on that batch (rows in and
-out, prompt and completion tokens under the target). :func:`observe_batch` folds that into the
-:class:`~duckdb_sem.estimator.stats.StatsStore`; :class:`Refiner` combines the store (what the
-query has seen so far) with the small model's sample of the *next* batch into the estimate the
-plan choice uses. It also learns, per operator, the ratio between the prompt tokens the target
-reports and those counted on the rendered rows (chat-template tokens, tokenizer differences),
-so exact prompt counts stay exact after the first batch.
+out, prompt and completion tokens under the target). Those outcomes are free and exact, so they
+are the primary statistics; the small model's sample only tells *which* past evidence applies
+to the next batch. Per operator, :class:`Refiner` keeps a few *regimes*: the counted prompt
+tokens per row of the batches they came from (free: the target's tokenizer on every row) and a
+Beta posterior of the selectivity from the observed rows. Before a batch:
+
+- its prompt tokens are counted; if they match exactly one regime (within ``tolerance``) and
+  that regime has not drifted, no sample is needed (:meth:`Refiner.needs_sample`);
+- otherwise the small model samples the batch, and the sample picks the regime it is
+  consistent with (within a ``z``-sigma band widened by the small model's error), or, when none
+  is, stands alone (blended with the running store, as before any regime exists);
+- after the batch, its outcome updates the regime it was estimated from; an outcome outside
+  the band opens a new regime and marks the operator stale (the next batch is sampled).
+
+Selectivities observed for an operator placed after others are conditional on those passing
+them; they are used as the operator's selectivity in every plan (exact when the predicates are
+independent, the usual assumption of cost-based optimizers).
+
+The class also learns, per operator, the ratio between the prompt tokens the target reports
+and those counted on the rendered rows (chat-template tokens, tokenizer differences), so exact
+prompt counts stay exact after the first batch.
 
 Example:
     >>> refiner = Refiner(StatsStore())
@@ -18,6 +33,7 @@ Example:
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable
 from dataclasses import dataclass
 
@@ -51,21 +67,96 @@ def observe_batch(store: StatsStore, observations: Iterable[Observation]) -> Non
         )
 
 
-class Refiner:
-    """Per-batch estimates from the store and the estimator's sample of the batch."""
+@dataclass(slots=True)
+class _Regime:
+    """Observed outcomes of batches that looked alike (counted prompt tokens per row)."""
 
-    def __init__(self, store: StatsStore, *, prior_weight: float = 4.0) -> None:
+    counted: float
+    yes: float  # rows passed, discounted by ``memory`` per update
+    no: float
+    completion: float  # per row
+
+    @property
+    def selectivity(self) -> float:
+        return (self.yes + 1) / (self.yes + self.no + 2)
+
+    @property
+    def rows(self) -> float:
+        return self.yes + self.no
+
+
+class Refiner:
+    """Per-batch estimates from observed outcomes, with the estimator's sample as a selector."""
+
+    def __init__(
+        self,
+        store: StatsStore,
+        *,
+        prior_weight: float = 4.0,
+        tolerance: float = 0.15,
+        z: float = 3.0,
+        slm_error: float = 0.1,
+        memory: float = 0.9,
+        max_regimes: int = 8,
+    ) -> None:
         self.store = store
         self.prior_weight = prior_weight
+        self.tolerance = tolerance
+        self.z = z
+        self.slm_error = slm_error  # how far a small model's sample may sit from the truth
+        self.memory = memory
+        self.max_regimes = max_regimes
         self._ratio: dict[str, float] = {}  # observed / counted prompt tokens per row
         self._counted: dict[str, float] = {}  # counted prompt tokens per row, last estimate
+        self._regimes: dict[str, list[_Regime]] = {}
+        self._pending: dict[str, tuple[int, float]] = {}  # regime used for the running batch
+        self._stale: set[str] = set()
 
+    # -- which operators need the small model on this batch -------------------------------
+    def _alike(self, signature: str, counted: float) -> list[int]:
+        regimes = self._regimes.get(signature, [])
+        return [i for i, r in enumerate(regimes)
+                if abs(counted - r.counted) <= self.tolerance * max(r.counted, 1e-9)]  # fmt: skip
+
+    def needs_sample(self, signature: str, counted: float) -> bool:
+        """Whether the free evidence (counted tokens, past outcomes) leaves the operator's
+        statistics for a batch with ``counted`` prompt tokens per row in doubt."""
+        return signature in self._stale or len(self._alike(signature, counted)) != 1
+
+    def _match(self, signature: str, sample: Statistics) -> int:
+        alike = self._alike(signature, sample.prompt_tokens_per_row)
+        regimes = self._regimes.get(signature, [])
+        n = sample.rows_measured
+        if n <= 0:
+            return alike[0] if len(alike) == 1 else -1
+        best, gap = -1, math.inf
+        for i in alike:
+            p = regimes[i].selectivity
+            band = self.z * math.sqrt(p * (1 - p) / n) + self.slm_error
+            d = abs(sample.selectivity - p)
+            if d <= band and d < gap:
+                best, gap = i, d
+        return best
+
+    # -- estimating ---------------------------------------------------------------------------
     def estimate(self, signature: str, sample: Statistics | None) -> Statistics | None:
         prior = self.store.get(signature)
         if sample is None:
             return None if prior is None else prior.statistics()
         self._counted[signature] = sample.prompt_tokens_per_row
         prompt = sample.prompt_tokens_per_row * self._ratio.get(signature, 1.0)
+        if sample.rows_measured > 0:
+            self._stale.discard(signature)
+        at = self._match(signature, sample)
+        self._pending[signature] = (at, sample.prompt_tokens_per_row)
+        if at >= 0:
+            r = self._regimes[signature][at]
+            yes, no = r.yes + 1, r.no + 1
+            if sample.rows_measured > 0:  # a small model's rows count half a target's
+                w = 0.5 * sample.rows_measured
+                yes, no = yes + w * sample.selectivity, no + w * (1 - sample.selectivity)
+            return Statistics(yes / (yes + no), prompt, r.completion,
+                              int(r.rows) + sample.rows_measured)  # fmt: skip
         if prior is None:
             return Statistics(sample.selectivity, prompt, sample.completion_tokens_per_row,
                               sample.rows_measured)  # fmt: skip
@@ -84,6 +175,7 @@ class Refiner:
             prior.rows_measured + sample.rows_measured,
         )
 
+    # -- after the batch ----------------------------------------------------------------------
     def observe(self, obs: Observation) -> None:
         observe_batch(self.store, [obs])
         counted = self._counted.get(obs.signature)
@@ -91,3 +183,25 @@ class Refiner:
             ratio = obs.prompt_tokens / obs.rows_in / counted
             old = self._ratio.get(obs.signature)
             self._ratio[obs.signature] = ratio if old is None else 0.5 * old + 0.5 * ratio
+        pending = self._pending.pop(obs.signature, None)
+        if pending is None or obs.rows_in <= 0:
+            return
+        at, counted_now = pending
+        regimes = self._regimes.setdefault(obs.signature, [])
+        yes, no = float(obs.rows_out), float(obs.rows_in - obs.rows_out)
+        completion = obs.completion_tokens / obs.rows_in
+        if at >= 0:
+            r = regimes[at]
+            p = r.selectivity
+            seen = obs.rows_out / obs.rows_in
+            band = self.z * math.sqrt(p * (1 - p) * (1 / obs.rows_in + 1 / (r.rows + 1)))
+            if abs(seen - p) <= band + 0.02:
+                m = self.memory
+                r.yes, r.no = r.yes * m + yes, r.no * m + no
+                r.completion = 0.5 * r.completion + 0.5 * completion
+                r.counted = 0.8 * r.counted + 0.2 * counted_now
+                return
+            self._stale.add(obs.signature)  # drifted: sample again before trusting it
+        regimes.append(_Regime(counted_now, yes, no, completion))
+        if len(regimes) > self.max_regimes:
+            del regimes[0]

@@ -10,10 +10,11 @@ from __future__ import annotations
 import itertools
 import threading
 import time
+from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass, field, fields
 
-__all__ = ["Progress", "QueryContext", "QueryStats"]
+__all__ = ["Memo", "Progress", "QueryContext", "QueryStats"]
 
 _query_ids = itertools.count(1)
 
@@ -52,6 +53,56 @@ class Progress:
     seus: int
 
 
+class Memo:
+    """The in-query answer memo: least recently used entries go past ``capacity``.
+
+    It only dedupes identical requests within a query (the persistent cache is what spans
+    queries), so a few batches' worth of answers is enough; the SEU loop sizes it from the
+    batch size so memory does not grow with the table.
+
+    Example:
+        >>> m = Memo(capacity=2)
+        >>> m["a"], m["b"], m["c"] = 1, 2, 3
+        >>> "a" in m, len(m)
+        (False, 2)
+    """
+
+    def __init__(self, *, capacity: int = 50_000) -> None:
+        self.capacity = capacity
+        self._items: OrderedDict[str, object] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def __contains__(self, key: object) -> bool:
+        with self._lock:
+            return key in self._items
+
+    def __len__(self) -> int:
+        return len(self._items)
+
+    def get(self, key: str) -> object | None:
+        with self._lock:
+            value = self._items.get(key)
+            if value is not None:
+                self._items.move_to_end(key)
+            return value
+
+    def __getitem__(self, key: str) -> object:
+        with self._lock:
+            self._items.move_to_end(key)
+            return self._items[key]
+
+    def __setitem__(self, key: str, value: object) -> None:
+        with self._lock:
+            self._items[key] = value
+            self._items.move_to_end(key)
+            while len(self._items) > max(1, self.capacity):
+                self._items.popitem(last=False)
+
+    def clear(self) -> None:
+        with self._lock:
+            self._items.clear()
+
+
 @dataclass(eq=False)
 class QueryContext:
     """Mutable, thread-safe (DuckDB may call UDFs from several threads)."""
@@ -65,7 +116,7 @@ class QueryContext:
     _counts: dict[str, float] = field(default_factory=dict)
     _lock: threading.Lock = field(default_factory=threading.Lock)
     # In-query memo: identical requests run once per query even without a persistent cache.
-    memo: dict[str, object] = field(default_factory=dict)
+    memo: Memo = field(default_factory=Memo)
     # The SEU loop's estimate of the LLM cost left (token-equivalents); None: not planned.
     remaining_cost: float | None = None
     # The running plan-level query (``runtime.seu_loop.QueryRun``), for ``query_progress()``.

@@ -94,13 +94,15 @@ class SemEngine:
         backend_id = self.client.backend_id
         sigs = [None if r is None else r.signature(backend_id) for r in requests]
         todo: dict[str, LLMRequest] = {}
+        # this call's answers, kept here: the memo is bounded and may evict them meanwhile
+        got: dict[str, object] = {}
         for sig, request in zip(sigs, requests, strict=True):
-            if (
-                sig is not None
-                and request is not None
-                and sig not in query.memo
-                and sig not in todo
-            ):
+            if sig is None or request is None or sig in got or sig in todo:
+                continue
+            hit = query.memo.get(sig)
+            if hit is not None:
+                got[sig] = hit
+            else:
                 todo[sig] = request
         asked = sum(1 for s in sigs if s is not None)
         query.add(rows=asked, deduplicated=asked - len(todo))
@@ -119,6 +121,7 @@ class SemEngine:
                 chunk, result.completions, result.served, strict=True
             ):
                 query.memo[sig] = completion
+                got[sig] = completion
                 if how is Served.BACKEND:
                     query.add(
                         physical_calls=1,
@@ -142,7 +145,7 @@ class SemEngine:
             if sig is None:
                 out.append(None)
                 continue
-            answer = query.memo[sig]
+            answer = got[sig]
             assert isinstance(answer, Completion)
             query.add(
                 llm_calls=1,

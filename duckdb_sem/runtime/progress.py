@@ -52,16 +52,25 @@ class RuntimeOptions:
     min_batch_rows: int = 16
     max_batch_rows: int = 8192
     estimator: Backend | None = None  # the small model that samples each batch
-    sample_rows: int = 8  # rows per operator the estimator answers, per batch
+    sample_rows: int = 8  # rows per operator the estimator answers, per sampled batch
+    # stale: sample an operator only when counted tokens and past outcomes leave it in doubt
+    # (first batches, a new token profile, a drifted outcome); always: every batch.
+    sample_policy: str = "stale"
+    # switch plans only when the best saves more than this share of the current plan's cost
+    switch_margin: float = 0.02
     plan: Node | None = None  # static: this plan (else the one chosen at start)
     max_candidates: int = 128  # plans re-costed before each SEU
     seed: int = 7
-    # The query's answer memo is dropped between SEUs above this many entries, so memory stays
-    # bounded on any table (answers then come from the persistent cache, if there is one).
+    # The query's answer memo is an LRU sized to a few batches, never above this many entries,
+    # so memory stays bounded on any table (older answers come from the persistent cache).
     memo_limit: int = 50_000
 
     def __post_init__(self) -> None:
         if self.mode not in MODES:
             raise ConfigError(f"unknown runtime mode {self.mode!r}; use one of {', '.join(MODES)}")
+        if self.sample_policy not in ("stale", "always"):
+            raise ConfigError(
+                f"sample_policy must be 'stale' or 'always', got {self.sample_policy!r}"
+            )
         if self.batch_rows < 1 or self.min_batch_rows < 1 or self.sample_rows < 0:
             raise ConfigError("batch_rows and min_batch_rows must be >= 1, sample_rows >= 0")

@@ -4,14 +4,17 @@ One SEU is one batch of rows of the *driving* table (the largest scan) through t
 plan's row-wise region; the other tables are read whole by every SEU (their semantic answers
 come from the query's memo after the first one). Before each SEU the loop
 
-1. estimates: the small model samples the batch (:meth:`Profiler.profile_batch`), blended with
-   what earlier batches showed (:class:`Refiner`);
-2. chooses: every candidate plan is re-costed on the batch and the cheapest runs it (``static``
-   keeps one plan); finished batches are never redone, so switching costs nothing;
+1. estimates: prompt tokens are counted on the batch (free); the operators whose statistics
+   that leaves in doubt are sampled on the small model (:meth:`Profiler.profile_batch`); the
+   observed outcomes of earlier batches are the primary statistics (:class:`Refiner`);
+2. chooses: every candidate plan is re-costed on the batch and the cheapest runs it, if it
+   saves more than ``switch_margin`` (``static`` keeps one plan); finished batches are never
+   redone, so switching costs nothing;
 3. publishes the query's estimated remaining cost (``QueryContext.remaining_cost``, which the
    engine puts on every scheduler SEU for SRTF) and its :class:`QueryProgress`;
 4. runs the batch; between its LLM requests the scheduler may run other queries (preemption);
-5. refines the statistics from what each operator really did, and records estimate vs actual.
+5. refines the statistics from what each operator really did, and records estimate vs actual
+   (and whether the plan was one of the two cheapest on the batch, re-costed in hindsight).
 
 Results stream: a sink that is a plain projection is applied per batch and the batch is
 yielded; any other sink (aggregation, DISTINCT, ORDER BY, LIMIT, ``sem_agg``) keeps the region's
@@ -178,11 +181,7 @@ class QueryRun:
 
     def _estimate(self, batch: pa.Table) -> tuple[list[float], dict[str, Statistics]]:
         est_before = self.profiler.seconds
-        sample = (
-            self.profiler.profile_batch(batch, self.calls)
-            if batch.num_rows and self.options.mode != "lotus-like"
-            else {}
-        )
+        sample = self._sample(batch) if batch.num_rows and self.options.mode != "lotus-like" else {}
         self._est_seconds = self.profiler.seconds - est_before
         stats: dict[str, Statistics] = {}
         for call in self.calls:
@@ -200,14 +199,44 @@ class QueryRun:
             costs = [llm_cost(model, r) for r in self._regions]
         return costs, stats
 
+    def _sample(self, batch: pa.Table) -> dict[str, Statistics]:
+        """Counted prompt tokens for every operator; the estimator's sample for those whose
+        statistics are in doubt (``sample_policy="stale"``) or for all (``"always"``)."""
+        if self.options.sample_policy == "always" or self.profiler.estimator is None:
+            return self.profiler.profile_batch(batch, self.calls)
+        counted = self.profiler.profile_batch(batch, self.calls, sample=False)
+        doubt = [c for c in self.calls if (sig := operator_signature(c)) in counted
+                 and self.refiner.needs_sample(sig, counted[sig].prompt_tokens_per_row)]  # fmt: skip
+        if doubt:
+            counted.update(self.profiler.profile_batch(batch, doubt))
+        return counted
+
+    def _hindsight_top2(self, rows: int, plan: int, observations: list[Any],
+                        estimated: dict[str, Statistics]) -> bool | None:  # fmt: skip
+        """Whether ``plan`` was one of the two cheapest candidates on this batch, re-costed
+        with what the batch showed (observed statistics; estimates for unreached operators)."""
+        if self.fixed is not None or len(self._regions) < 2:
+            return None
+        seen = dict(estimated)
+        for o in observations:
+            if o.rows_in > 0:
+                seen[o.signature] = Statistics(o.rows_out / o.rows_in, o.prompt_tokens / o.rows_in,
+                                               o.completion_tokens / o.rows_in, o.rows_in)  # fmt: skip
+        table_rows = dict(self.table_rows)
+        table_rows[self.driving.table] = float(rows)
+        model = CostModel(table_rows=table_rows, stats=seen)
+        costs = [llm_cost(model, r) for r in self._regions]
+        order = sorted(range(len(costs)), key=lambda i: costs[i])
+        return costs[plan] <= costs[order[1]] * (1 + 1e-9)
+
     def _seu(self, batch: pa.Table) -> pa.Table:
         n = batch.num_rows
-        costs, _ = self._estimate(batch)
+        costs, estimated = self._estimate(batch)
         previous = self.current
         if self.fixed is None:
             best = min(range(len(costs)), key=lambda i: (costs[i], i != previous, i))
-            # keep the current plan on (near) ties: no churn for nothing
-            if costs[best] < costs[previous] * (1 - 1e-9):
+            # hysteresis: switch only for a real saving, so estimation noise does not flap
+            if costs[best] < costs[previous] * (1 - max(self.options.switch_margin, 1e-9)):
                 self.current = best
         plan = self.current
         left = self.rows_total - self._rows_done - n
@@ -217,13 +246,11 @@ class QueryRun:
         )  # fmt: skip
         if self.query is not None:
             self.query.remaining_cost = self._remaining
+        self._bound_memo(n)
         clock = self._clock()
         out = self._run_region(plan, batch)
         spent = self._clock() - clock
         observations = self.observer.take()
-        memo = getattr(self.query, "memo", None)
-        if memo is not None and len(memo) > self.options.memo_limit:
-            memo.clear()
         for obs in observations:
             self.refiner.observe(obs)
         w = CostModel().defaults.completion_weight
@@ -236,9 +263,21 @@ class QueryRun:
                 estimated_cost=costs[plan], actual_cost=actual,
                 estimated_remaining=self._remaining, switched=plan != previous,
                 estimator_seconds=self._est_seconds, seconds=spent, rows_out=out.num_rows,
+                top2=self._hindsight_top2(n, plan, observations, estimated) if n else None,
             )
         )  # fmt: skip
         return out
+
+    def _bound_memo(self, rows: int) -> None:
+        """Size the query's memo to a few batches (plus the small tables every SEU re-reads):
+        it only dedupes within the query, so it need not grow with the driving table."""
+        memo = getattr(self.query, "memo", None)
+        if memo is None or not hasattr(memo, "capacity"):
+            return
+        others = sum(v for k, v in self.table_rows.items() if k != self.driving.table)
+        calls = max(1, len(self.calls))
+        want = int(4 * max(rows, self.options.batch_rows) * calls + others * calls)
+        memo.capacity = max(1024, min(self.options.memo_limit, want))
 
     def _clock(self) -> float:
         if self.target_clock is not None:

@@ -111,3 +111,29 @@ def test_explain_analyze_semantic_reports_estimation(con) -> None:  # type: igno
     assert "actual rows=" in text
     assert "SEUs: 1 batches" in text and "within 10% of actual" in text
     assert "estimator LLM time" in text
+
+
+def test_refiner_uses_observed_regimes_and_samples_only_when_in_doubt() -> None:
+    refiner = Refiner(StatsStore())
+    short, long = Statistics(0.5, 10.0, 1.0, rows_measured=0), Statistics(0.5, 40.0, 1.0, 0)
+    assert refiner.needs_sample("s", 10.0)  # nothing observed yet
+    refiner.estimate("s", Statistics(0.2, 10.0, 1.0, rows_measured=16))
+    refiner.observe(Observation("s", rows_in=100, rows_out=10, prompt_tokens=1000,
+                                completion_tokens=100))  # fmt: skip
+    refiner.estimate("s", Statistics(0.8, 40.0, 1.0, rows_measured=16))
+    refiner.observe(Observation("s", rows_in=100, rows_out=90, prompt_tokens=4000,
+                                completion_tokens=100))  # fmt: skip
+    # each token profile now identifies one regime: no sample, the observed outcome is used
+    assert not refiner.needs_sample("s", 10.5) and not refiner.needs_sample("s", 39.0)
+    est_short, est_long = refiner.estimate("s", short), refiner.estimate("s", long)
+    assert est_short is not None and est_short.selectivity == pytest.approx(11 / 102)
+    assert est_long is not None and est_long.selectivity == pytest.approx(91 / 102)
+    refiner.observe(Observation("s", rows_in=100, rows_out=90, prompt_tokens=4000,
+                                completion_tokens=100))  # fmt: skip
+    # the short regime drifted (90% where 11% was expected): sample before trusting it again
+    refiner.estimate("s", short)
+    refiner.observe(Observation("s", rows_in=100, rows_out=90, prompt_tokens=1000,
+                                completion_tokens=100))  # fmt: skip
+    assert refiner.needs_sample("s", 10.0)
+    picked = refiner.estimate("s", Statistics(0.85, 10.0, 1.0, rows_measured=16))
+    assert picked is not None and picked.selectivity > 0.8

@@ -191,3 +191,15 @@ def test_runtime_options_come_from_the_environment(monkeypatch: pytest.MonkeyPat
     options = options_from_settings(Settings.from_env())
     assert (options.mode, options.batch_rows, options.sample_rows) == ("eddies", 32, 4)
     assert options.estimator is not None and options.estimator.spec.startswith("test:")
+
+
+def test_query_memo_is_a_bounded_lru() -> None:
+    from duckdb_sem.runtime.context import Memo
+
+    memo = Memo(capacity=3)
+    for i in range(10):
+        memo[f"k{i}"] = i
+    assert len(memo) == 3 and "k9" in memo and "k0" not in memo
+    assert memo.get("k7") == 7  # touched: now the most recent
+    memo["k10"] = 10
+    assert "k7" in memo and "k8" not in memo
