@@ -86,7 +86,7 @@ def main() -> None:
         "",
         "SIMULATED GPU time (virtual seconds, Qwen3-32B 8xA100 TP=8 profile); adaptive includes the",
         f"SIMULATED 4B estimator's time. {args.batches} batches of {args.batch_rows} rows, "
-        f"{args.sample} sampled rows per operator per batch. Command: "
+        f"{args.sample} sampled rows per operator when sampled (only when in doubt). Command: "
         "`python benchmarks/bench_dynamism.py`.",
         "",
         "| flipped batches | adaptive (s) | of which estimator | static-best (s) | eddies (s) "

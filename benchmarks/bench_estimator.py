@@ -101,7 +101,7 @@ def main() -> None:
         "# Estimator accuracy and overhead (SIMULATED)",
         "",
         "SIMULATED target (Qwen3-32B profile) answering from real labels; SIMULATED 4B estimator",
-        f"wrong on 10% of its answers; {args.sample} sampled rows per operator per batch of "
+        f"wrong on 10% of its answers; {args.sample} sampled rows per operator when sampled (only when in doubt), batches of "
         f"{args.batch_rows}. Command: `python benchmarks/bench_estimator.py`.",
         "",
         "| flipped batches | batches within 10% | median error | batches on a top-2 plan "

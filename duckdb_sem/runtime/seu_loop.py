@@ -33,7 +33,7 @@ import pyarrow as pa
 
 from duckdb_sem.estimator.accuracy import AccuracyReport, BatchRecord, summarize
 from duckdb_sem.estimator.profile import Profiler, semantic_calls
-from duckdb_sem.estimator.refine import Refiner
+from duckdb_sem.estimator.refine import Refiner, observe_batch
 from duckdb_sem.estimator.remaining import llm_cost, remaining_cost
 from duckdb_sem.estimator.stats import StatsStore
 from duckdb_sem.optimizer.choose import plan_key
@@ -74,6 +74,10 @@ class QueryRun:
         self.table_rows = dict(table_rows)
         self.store = store or StatsStore()
         self.refiner = Refiner(self.store)
+        # the rows left are forecast from the whole query's outcomes (long memory), not from
+        # the last batches: batches of several kinds are to come, in the mix seen so far
+        self.forecast = StatsStore(decay=0.95)
+        self.forecast.seed(self.store.snapshot())
         self.fixed = fixed
         self.actuals = actuals
         self.target_clock = target_clock  # an object with virtual_seconds (SIMULATED target)
@@ -241,7 +245,7 @@ class QueryRun:
         plan = self.current
         left = self.rows_total - self._rows_done - n
         self._remaining = costs[plan] + remaining_cost(
-            self._regions[plan], self.store.snapshot(), table_rows=self.table_rows,
+            self._regions[plan], self.forecast.snapshot(), table_rows=self.table_rows,
             driving_table=self.driving.table, rows_left=max(left, 0),
         )  # fmt: skip
         if self.query is not None:
@@ -253,6 +257,7 @@ class QueryRun:
         observations = self.observer.take()
         for obs in observations:
             self.refiner.observe(obs)
+        observe_batch(self.forecast, observations)
         w = CostModel().defaults.completion_weight
         actual = sum(o.prompt_tokens + w * o.completion_tokens for o in observations)
         self._rows_done += n
