@@ -214,7 +214,7 @@ def write(rows: list[dict[str, Any]], single: list[dict[str, Any]], args: Any) -
         "",
         "| P50 SLO (s) | " + " | ".join(STRATEGIES) + " | adaptive / static-1 | "
         "adaptive / static-2 | adaptive / static-best* |",
-        "|---" * 7 + "|",
+        "|---" * 8 + "|",
     ]
     for slo in slos:
         cap = {s: capacity_at(rows, s, slo) for s in STRATEGIES}

