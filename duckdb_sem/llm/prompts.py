@@ -25,14 +25,27 @@ DECIDE_PREFIX = (
 # instruction: tiny models need them to answer with the label words at all. Questions, because
 # SmolLM2-135M ranked reviews far better when asked "Is this review positive? ..." than when
 # judging a statement (ROC AUC 0.71-0.83 against 0.58-0.67 on 80 Rotten Tomatoes reviews).
-# Varied domains so no one task is favoured; balanced so neither answer is primed.
+# Varied domains so no one task is favoured; balanced so neither answer is primed. The two
+# questions about a pair of texts (the shape of a join) also helped single-text questions:
+# on reviews 1-100 they raised the filter's ROC AUC from 0.70 to 0.79 and its accuracy from
+# 0.63 to 0.74 (benchmarks/bench_embedded_quality.py reports on held-out rows).
 DECIDE_EXAMPLES: tuple[tuple[str, bool], ...] = (
     ("Is this movie review positive? A gorgeous, moving film with terrific performances.", True),
     ("Is this email an advertisement? Lunch moved to 1pm, see you in room 4.", False),
     ("Is this product kitchenware? Stainless steel frying pan.", True),
+    (
+        "Is this comment about this article? Comment: My tomatoes finally ripened, thanks for "
+        "the tips. Article: How to grow vegetables in a small garden.",
+        True,
+    ),
     ("Is this movie review positive? Dull, overlong and completely forgettable.", False),
     ("Is this text about sports? The striker scored twice in the final minutes.", True),
     ("Is this city in Germany? Paris.", False),
+    (
+        "Does this title match this summary? Title: The Great Bake Off. Summary: Astronauts "
+        "repair a damaged space station.",
+        False,
+    ),
 )
 _MAP_PREFIX = "You transform data as instructed. Follow the instruction for the given data."
 _AGG_PREFIX = (

@@ -1,8 +1,10 @@
 """The embedded llama.cpp backend on the real bundled model (SmolLM2-135M) and real labelled data.
 
-Figures behind the floors (2 CPU threads, greedy, seeded, so every run gives the same answers):
-on the first 40 bundled reviews, decision accuracy was 0.625 (25/40; 0.57 on all 300, AUC 0.60),
-yes-rate 0.55; chance is 0.5. The floor leaves three rows of slack for other CPUs or threads.
+Figures behind the floors (greedy, seeded, so every run gives the same answers): on the first 40
+bundled reviews (part of the tuning rows 1-100), decision accuracy was 0.80 (32/40, AUC 0.85),
+yes-rate 0.475; chance is 0.5. Held-out figures (reviews 101-300) are in
+benchmarks/results/embedded_quality.md. The floor leaves four rows of slack for other CPUs or
+threads.
 """
 
 from __future__ import annotations
@@ -22,7 +24,7 @@ from duckdb_sem.llm.request import OperatorKind
 pytestmark = pytest.mark.model
 
 N_ROWS = 40
-ACCURACY_FLOOR = 0.55  # measured 0.625 on these rows; chance is 0.5
+ACCURACY_FLOOR = 0.70  # measured 0.80 on these rows; chance is 0.5
 
 
 @pytest.fixture(scope="module")
