@@ -74,17 +74,32 @@ class QueryState:
 
 
 class ThroughputWindow:
-    """Physical tokens per second over the last ``seconds`` of wall time."""
+    """Physical tokens per second over the last ``seconds`` of wall time.
 
-    def __init__(self, seconds: float = 10.0) -> None:
+    Bounded: events are summed into buckets of ``seconds / buckets`` and buckets older than the
+    window are dropped on every ``add``, so a long query keeps at most ``buckets + 1`` entries
+    (the window's edge moves in steps of one bucket).
+    """
+
+    def __init__(self, seconds: float = 10.0, buckets: int = 100) -> None:
         self.seconds = seconds
-        self._events: deque[tuple[float, int]] = deque()
+        self._width = seconds / max(1, buckets)
+        self._events: deque[list[float]] = deque()  # [bucket start, tokens]
 
     def add(self, tokens: int, now: float | None = None) -> None:
-        self._events.append((time.monotonic() if now is None else now, tokens))
+        t = time.monotonic() if now is None else now
+        last = self._events[-1] if self._events else None
+        if last is not None and last[0] <= t < last[0] + self._width:
+            last[1] += tokens
+        else:
+            self._events.append([t, float(tokens)])
+        self._expire(t)
 
     def rate(self, now: float | None = None) -> float:
         t = time.monotonic() if now is None else now
+        self._expire(t)
+        return sum(n for _, n in self._events) / self.seconds
+
+    def _expire(self, t: float) -> None:
         while self._events and self._events[0][0] < t - self.seconds:
             self._events.popleft()
-        return sum(n for _, n in self._events) / self.seconds
