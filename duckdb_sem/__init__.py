@@ -13,12 +13,13 @@ cache.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 import duckdb
 
 from duckdb_sem.backends.base import Backend
-from duckdb_sem.config import Settings
+from duckdb_sem.config import Settings, parse_cache
 from duckdb_sem.connection import SemConnection, SemRelation
 from duckdb_sem.errors import (
     AmbiguousColumnError,
@@ -73,20 +74,15 @@ __version__ = "0.1.0"
 def _settings(
     backend: str | Backend | None, cache: str | None, scheduler: str | None, batch_size: int | None
 ) -> Settings:
-    settings = Settings.from_env()
-    from pathlib import Path
-
-    cache_path: Path | str | None = settings.cache_path
-    if cache is not None:
-        cache_path = None if cache.lower() in {"off", "none", ""} else Path(cache).expanduser()
-    return Settings(
-        backend=backend if isinstance(backend, str) else settings.backend,
-        cache_path=cache_path if not isinstance(cache_path, str) else None,
-        scheduler_url=scheduler or settings.scheduler_url,
-        batch_size=batch_size or settings.batch_size,
-        policy=settings.policy,
-        aging_rate=settings.aging_rate,
+    """The environment's settings with the caller's explicit options on top."""
+    settings = Settings.from_env().with_overrides(
+        backend=backend if isinstance(backend, str) else None,
+        scheduler_url=scheduler,
+        batch_size=batch_size,
     )
+    if cache is not None:  # "off" means no cache, so it cannot go through with_overrides
+        settings = replace(settings, cache_path=parse_cache(cache))
+    return settings
 
 
 def install(

@@ -28,7 +28,7 @@ from pathlib import Path
 
 from duckdb_sem.errors import ConfigError
 
-__all__ = ["ENV_VARS", "Settings", "default_cache_path"]
+__all__ = ["ENV_VARS", "Settings", "default_cache_path", "parse_cache"]
 
 ENV_VARS = {
     "DUCKDB_SEM_BACKEND": "backend spec (default llama:)",
@@ -62,6 +62,13 @@ def default_cache_path() -> Path:
     return Path(base) / "duckdb-sem" / "llm_cache.sqlite"
 
 
+def parse_cache(raw: str) -> Path | None:
+    """A cache option as users write it: a file path, ``off`` (no cache) or empty (default)."""
+    if raw.strip().lower() in {"off", "none", "0", "false"}:
+        return None
+    return Path(raw).expanduser() if raw.strip() else default_cache_path()
+
+
 @dataclass(frozen=True, slots=True)
 class Settings:
     backend: str = "llama:"
@@ -78,12 +85,7 @@ class Settings:
     @staticmethod
     def from_env() -> Settings:
         env = os.environ
-        cache_raw = env.get("DUCKDB_SEM_CACHE", "")
-        cache: Path | None
-        if cache_raw.lower() in {"off", "none", "0", "false"}:
-            cache = None
-        else:
-            cache = Path(cache_raw).expanduser() if cache_raw else default_cache_path()
+        cache = parse_cache(env.get("DUCKDB_SEM_CACHE", ""))
         batch_raw = env.get("DUCKDB_SEM_BATCH_SIZE", "64")
         try:
             batch = int(batch_raw)

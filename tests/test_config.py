@@ -35,3 +35,24 @@ def test_unknown_backend_kind() -> None:
 
     with pytest.raises(ConfigError, match="unknown backend 'gpt:'"):
         duckdb_sem.connect(backend="gpt:")
+
+
+def test_connect_keeps_environment_settings_it_does_not_override(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from duckdb_sem import _settings
+
+    monkeypatch.setenv("DUCKDB_SEM_RUNTIME", "eddies")
+    monkeypatch.setenv("DUCKDB_SEM_AGING_RATE", "7")
+    s = _settings("test:", "off", None, 16)
+    assert (s.backend, s.cache_path, s.batch_size) == ("test:", None, 16)
+    assert (s.runtime, s.aging_rate) == ("eddies", 7.0)
+
+
+@pytest.mark.parametrize(
+    ("raw", "off"), [("off", True), ("OFF", True), ("none", True), ("x.sqlite", False)]
+)
+def test_cache_option_spellings(raw: str, off: bool) -> None:
+    from duckdb_sem.config import parse_cache
+
+    assert (parse_cache(raw) is None) is off

@@ -18,13 +18,13 @@ import logging
 import re
 import threading
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 import duckdb
 
-from duckdb_sem.config import Settings
+from duckdb_sem.config import Settings, parse_cache
 from duckdb_sem.connection import SemConnection
 from duckdb_sem.errors import ConfigError, SemError
 from duckdb_sem.pgwire.catalog import install_compat
@@ -101,14 +101,7 @@ class Database:
         overrides: dict[str, Any] = {"backend": options.backend, "scheduler_url": options.scheduler}
         settings = Settings.from_env().with_overrides(**overrides)
         if options.cache is not None:
-            off = options.cache.lower() in {"off", "none", ""}
-            settings = Settings(
-                backend=settings.backend,
-                cache_path=None if off else Path(options.cache).expanduser(),
-                scheduler_url=settings.scheduler_url,
-                batch_size=settings.batch_size,
-                policy=settings.policy,
-            )
+            settings = replace(settings, cache_path=parse_cache(options.cache))
         self.settings = settings
         self._base = duckdb.connect(":memory:", config={"threads": str(options.threads)})
         self.engine = SemEngine(scheduler_for(settings), batch_size=settings.batch_size)
