@@ -12,12 +12,14 @@ what lets a later runtime switch plans between batches.
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import time
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+import duckdb
 import pyarrow as pa
 import pyarrow.compute as pc
 
@@ -41,7 +43,7 @@ from duckdb_sem.plan.nodes import (
     quote,
 )
 
-__all__ = ["Actual", "Evaluator", "execute_plan", "split_sink"]
+__all__ = ["Actual", "Evaluator", "drop_views", "execute_plan", "split_sink"]
 
 Path = tuple[int, ...]
 _names = itertools.count()
@@ -98,8 +100,20 @@ def execute_plan(
     try:
         return run.sink(root)
     finally:
-        for name in run.registered:
-            raw.unregister(name)
+        drop_views(raw, run.registered)
+
+
+def drop_views(con: SqlConnection, names: Sequence[str]) -> None:
+    """Unregister a run's views; never let cleanup mask the error that ended the run.
+
+    After a failure DuckDB may still hold the failed statement's open result, and then refuses
+    ``unregister`` ("connection has an open result"); the names are unique, so a view left
+    behind is harmless, while raising here would hide the real error (a backend failure, a
+    cancellation).
+    """
+    for name in names:
+        with contextlib.suppress(duckdb.Error):
+            con.unregister(name)
 
 
 class _Run:

@@ -39,7 +39,14 @@ from duckdb_sem.estimator.stats import StatsStore
 from duckdb_sem.optimizer.choose import plan_key
 from duckdb_sem.optimizer.cost import CostModel, Statistics, operator_signature
 from duckdb_sem.plan.nodes import Node, Project, Scan, SemCall, quote
-from duckdb_sem.runtime.execute_plan import Actual, Evaluator, Path, _Run, split_sink
+from duckdb_sem.runtime.execute_plan import (
+    Actual,
+    Evaluator,
+    Path,
+    _Run,
+    drop_views,
+    split_sink,
+)
 from duckdb_sem.runtime.observe import ObservingEvaluator
 from duckdb_sem.runtime.progress import QueryProgress, RuntimeOptions
 
@@ -306,8 +313,7 @@ class QueryRun:
                 sql = run._select(sql, {Project: sink[0]})
             table: pa.Table = self.con.sql(sql).to_arrow_table()
         finally:
-            for name in [view, *run.registered]:
-                self.con.unregister(name)
+            drop_views(self.con, [view, *run.registered])
         if not (_streamable(self._sinks[plan]) and self._sinks[plan]):
             table = table.select(sorted(table.schema.names))
         return table
@@ -323,8 +329,7 @@ class QueryRun:
         try:
             return run.sink(self.plans[plan])
         finally:
-            for name in [view, *run.registered]:
-                self.con.unregister(name)
+            drop_views(self.con, [view, *run.registered])
 
 
 def _empty(schema: pa.Schema) -> pa.RecordBatch:
