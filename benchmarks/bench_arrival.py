@@ -155,13 +155,7 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--out", default="arrival")
     args = ap.parse_args(argv)
-    from workloads.sim_profiles import PROFILES
-
     profile = "default" if args.profile in ("default", "a100x8") else args.profile
-    if profile == "h200":  # bench_scheduler's loop looks profiles up by name
-        from duckdb_sem.backends.sim import profiles as sim_profiles
-
-        sim_profiles.PROFILES.setdefault("h200", PROFILES["h200"])
     queries = [q for q in QUERIES if not args.only or q.name in args.only]
     outcomes = collect(queries, max_plans=args.max_plans)
     for o in outcomes.values():
