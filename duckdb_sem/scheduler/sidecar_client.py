@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import json
 import logging
+import time
+from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 
 import httpx
@@ -22,6 +24,9 @@ from duckdb_sem.scheduler.seu import SEU, SEUResult
 __all__ = ["SidecarClient"]
 
 log = logging.getLogger(__name__)
+
+#: tries of a connect to the sidecar before SidecarError (0.2 s, then 0.4 s apart)
+_CONNECT_ATTEMPTS = 3
 
 _HINT = (
     "start it with `duckdb-sem serve --backend SPEC --listen HOST:PORT`, or unset "
@@ -54,9 +59,26 @@ class SidecarClient:
         self.backend_id: str = str(health["backend_id"])
         self.policy: str = str(health.get("policy", ""))
 
+    @staticmethod
+    def _connecting(send: Callable[[], httpx.Response]) -> httpx.Response:
+        """Send, retrying a failed *connect* a few times with backoff.
+
+        A connect that fails never reached the sidecar, so trying again cannot run anything
+        twice; a busy sidecar (64 clients on two cores) can miss one connect deadline. Any other
+        failure, or a sidecar that stays unreachable, is raised at once or after the retries.
+        """
+        for attempt in range(_CONNECT_ATTEMPTS):
+            try:
+                return send()
+            except (httpx.ConnectError, httpx.ConnectTimeout):
+                if attempt == _CONNECT_ATTEMPTS - 1:
+                    raise
+                time.sleep(0.2 * 2**attempt)
+        raise AssertionError("unreachable")
+
     def _get(self, path: str) -> dict[str, object]:
         try:
-            response = self._http.get(path, timeout=10.0)
+            response = self._connecting(lambda: self._http.get(path, timeout=10.0))
         except httpx.HTTPError as err:
             raise SidecarError(
                 f"cannot reach the scheduler sidecar at {self.url} ({type(err).__name__}: {err}); "
@@ -74,8 +96,10 @@ class SidecarClient:
 
     def _post_seu(self, body: bytes) -> SEUResult:
         try:
-            response = self._http.post(
-                "/v1/seu", content=body, headers={"Content-Type": "application/json"}
+            response = self._connecting(
+                lambda: self._http.post(
+                    "/v1/seu", content=body, headers={"Content-Type": "application/json"}
+                )
             )
         except httpx.HTTPError as err:
             raise SidecarError(
