@@ -14,6 +14,7 @@ from typing import Any
 
 import httpx
 import pytest
+from processes import stop
 
 from duckdb_sem.backends.base import RetryPolicy
 from duckdb_sem.backends.openai import OpenAIBackend, decide_from_logprobs
@@ -160,8 +161,7 @@ def llama_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
                 time.sleep(0.5)
         yield url
     finally:
-        proc.terminate()
-        proc.wait(10)
+        stop(proc)
 
 
 @pytest.mark.slow

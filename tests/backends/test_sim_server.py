@@ -10,6 +10,7 @@ from collections.abc import Iterator
 
 import httpx
 import pytest
+from processes import stop
 
 from duckdb_sem.backends.openai import OpenAIBackend
 from duckdb_sem.backends.registry import create_backend
@@ -104,5 +105,4 @@ def test_cli_sim_server_process() -> None:
         assert out[0].value is True
         backend.close()
     finally:
-        proc.terminate()
-        proc.wait(10)
+        stop(proc)

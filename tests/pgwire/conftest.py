@@ -14,6 +14,7 @@ from pathlib import Path
 
 import duckdb
 import pytest
+from processes import stop
 from psycopg.conninfo import make_conninfo
 
 pytestmark = pytest.mark.integration
@@ -103,14 +104,7 @@ def wire_server(db: Path, *args: str, env: dict[str, str] | None = None) -> Iter
                 time.sleep(0.1)
         yield WireProcess(port, db.stem, process)
     finally:
-        process.terminate()
-        try:
-            process.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
-        if process.stderr is not None:
-            process.stderr.close()
+        stop(process)
 
 
 @pytest.fixture

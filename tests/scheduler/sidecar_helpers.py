@@ -11,6 +11,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+from processes import stop
+
 SERVE = "from duckdb_sem.cli.main import main; main()"
 
 
@@ -38,15 +40,7 @@ def sidecar(
         assert url, "sidecar did not start"
         yield url, proc
     finally:
-        if proc.poll() is None:
-            proc.terminate()
-            try:
-                proc.wait(timeout=20)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
-        if proc.stderr is not None:
-            proc.stderr.close()
+        stop(proc, timeout=20)
 
 
 CLIENT = r"""
