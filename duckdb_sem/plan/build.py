@@ -1,19 +1,24 @@
 """Build the logical plan of a semantic SELECT from its sqlglot AST, as written.
 
-Supported: one SELECT over tables joined by inner or cross joins (``JOIN ... ON``, commas);
-WHERE/ON conjuncts that are relational predicates or ``sem_filter``/``sem_join`` calls;
-``sem_map`` anywhere in the select list; ``sem_agg`` as a whole select item; GROUP BY, HAVING,
-DISTINCT, ORDER BY, LIMIT/OFFSET. Anything else raises :class:`PlanError` (the query then runs
-on the UDF path, unoptimized).
+Supported: one SELECT over tables and simple derived tables joined by inner or cross joins
+(``JOIN ... ON``, commas); WHERE/ON conjuncts that are relational predicates or
+``sem_filter``/``sem_join`` calls; ``sem_map`` anywhere in the select list; ``sem_agg`` as a
+whole select item; GROUP BY, HAVING, DISTINCT, ORDER BY, LIMIT/OFFSET. A derived table is
+``(SELECT columns [, sem_map(...) AS name] FROM one_table [WHERE ...]) AS alias``. Anything else
+raises :class:`PlanError` (the query then runs on the UDF path, unoptimized).
 
 Placement, as written: single-table relational predicates go into their scan, multi-table ones
 into the condition of the join that brings their last table; a cross join whose sides a
 semantic predicate relates becomes a ``SemJoin``; the other semantic predicates sit above the
-joins, then the ``sem_map`` s, then the predicates that read a ``sem_map`` output.
+joins, then the ``sem_map`` s, then the predicates that read a ``sem_map`` output. A derived
+table is planned the same way on its own, below the joins: its scan, its ``sem_filter`` s, its
+``sem_map`` s. So a person can write an order: a filter below a join, a map before a filter.
 
 Example:
     ``SELECT sem_map('{text} topic') AS t FROM r, m WHERE r.mid = m.id AND sem_filter('{r.text} good')``
-    builds ``Project(SemMap(SemFilter(Join(Scan r, Scan m))))``.
+    builds ``Project(SemMap(SemFilter(Join(Scan r, Scan m))))``, while
+    ``SELECT r.id FROM (SELECT id, mid FROM r WHERE sem_filter('{text} good')) AS r, m WHERE ...``
+    builds ``Project(Join(SemFilter(Scan r), Scan m))``.
 """
 
 from __future__ import annotations
@@ -37,6 +42,16 @@ SEMANTIC = {"sem_filter": OperatorKind.FILTER, "sem_join": OperatorKind.JOIN,
 
 ColumnsOf = Callable[[str], Sequence[str]]
 
+_DERIVED = (
+    "only (SELECT columns [, sem_map(...) AS name] FROM one_table [WHERE ...]) AS alias "
+    "is planned in FROM (the query runs on the UDF path)"
+)
+_NOT_IN_DERIVED = {"with_": "WITH", "joins": "a join", "group": "GROUP BY", "having": "HAVING",
+                   "distinct": "DISTINCT", "order": "ORDER BY", "limit": "LIMIT",
+                   "offset": "OFFSET", "windows": "WINDOW", "qualify": "QUALIFY",
+                   "laterals": "LATERAL", "pivots": "PIVOT", "prewhere": "PREWHERE",
+                   "sample": "SAMPLE", "into": "INTO", "locks": "FOR UPDATE"}  # fmt: skip
+
 
 def is_semantic(node: object) -> TypeGuard[exp.Anonymous]:
     return isinstance(node, exp.Anonymous) and node.name.lower() in SEMANTIC
@@ -56,15 +71,33 @@ def build_plan(sql: str, columns_of: ColumnsOf) -> n.Node:
     return _Builder(tree, columns_of).build()
 
 
+class _Names:
+    """The ``sem_map`` output attributes of a query and of its derived tables (unique)."""
+
+    def __init__(self) -> None:
+        self.used: set[str] = set()  # lower-case
+        self.count = 0
+
+
 class _Builder:
-    def __init__(self, tree: exp.Select, columns_of: ColumnsOf) -> None:
+    """Plans one SELECT; ``alias`` set means a derived table: its attributes are ``alias.col``."""
+
+    def __init__(
+        self,
+        tree: exp.Select,
+        columns_of: ColumnsOf,
+        *,
+        names: _Names | None = None,
+        alias: str | None = None,
+    ) -> None:
         self.tree = tree
-        self.scope = Scope(self._sources(tree, columns_of))
+        self.names = names or _Names()
+        self.derived: dict[str, _Builder] = {}  # alias -> the builder of a derived table
+        self.scope = Scope(self._sources(tree, columns_of, alias))
         self.maps: list[tuple[str, exp.Anonymous]] = []  # (attribute, call)
-        self.map_count = 0
 
     # -- sources ----------------------------------------------------------------------------
-    def _sources(self, tree: exp.Select, columns_of: ColumnsOf) -> list[Source]:
+    def _sources(self, tree: exp.Select, columns_of: ColumnsOf, alias: str | None) -> list[Source]:
         from_ = tree.args.get("from_")
         if from_ is None:
             raise PlanError("a semantic query needs a FROM clause")
@@ -83,16 +116,50 @@ class _Builder:
                 self.conditions.append(join.args["on"])
         sources = []
         for ref in refs:
+            if isinstance(ref, exp.Subquery) and alias is None:
+                sources.append(self._derived(ref, columns_of))
+                continue
+            if isinstance(ref, exp.Subquery):
+                raise PlanError(f"subquery {alias}: a nested subquery is not planned; {_DERIVED}")
             if not isinstance(ref, exp.Table) or not isinstance(ref.this, exp.Identifier):
-                raise PlanError("only tables and views are planned as sources (not subqueries)")
+                raise PlanError("only tables, views and simple subqueries are planned as sources")
             name = exp.table_(ref.name, db=ref.db or None, catalog=ref.catalog or None)
             table = name.sql(dialect="duckdb")
             columns = tuple(columns_of(table))
-            sources.append(Source(table, ref.alias_or_name, columns))
+            if alias is None:
+                sources.append(Source(table, ref.alias_or_name, columns))
+            else:  # the table of a derived table: its attributes carry the outer alias
+                sources.append(Source(table, alias, columns, qualifier=ref.alias_or_name))
         aliases = [s.alias.lower() for s in sources]
         if len(set(aliases)) != len(aliases):
             raise BindError("two sources share a name; give each an alias")
         return sources
+
+    def _derived(self, sub: exp.Subquery, columns_of: ColumnsOf) -> Source:
+        """The source of a derived table; its plan is built later, by ``_region``."""
+        inner, alias = _derived_select(sub)
+        builder = _Builder(inner, columns_of, names=self.names, alias=alias)
+        items = builder._select_items()
+        map_attrs = {attr for attr, _ in builder.maps}
+        names: list[tuple[str, str]] = []
+        for expr, name in items:
+            assert isinstance(expr, exp.Column)  # _derived_select admits nothing else
+            if not expr.table and expr.name in map_attrs:
+                attr: str | None = expr.name
+            else:
+                path = ".".join(p.name for p in expr.parts)
+                attr = builder.scope.resolve(path, where=f"subquery {alias}")
+            assert attr is not None
+            if name.lower() in {n.lower() for n, _ in names}:
+                raise BindError(f"subquery {alias}: two columns are named {name!r}; rename one")
+            names.append((name, attr))
+        (table,) = builder.scope.sources
+        self.derived[alias] = builder
+        return Source(table.table, alias, table.columns, names=tuple(names))
+
+    def _nested_maps(self) -> set[str]:
+        """The ``sem_map`` outputs made inside derived tables."""
+        return {attr for b in self.derived.values() for attr, _ in b.maps}
 
     # -- semantic calls -----------------------------------------------------------------------
     def _call(self, call: exp.Anonymous, kind: OperatorKind | None = None) -> n.SemCall:
@@ -123,6 +190,10 @@ class _Builder:
     # -- the plan ----------------------------------------------------------------------------
     def build(self) -> n.Node:
         items = self._select_items()
+        return self._sink(self._region(), items)
+
+    def _region(self, pushed: Sequence[n.Predicate] = ()) -> n.Node:
+        """The row-wise part, as written; ``pushed``: outer predicates for a derived scan."""
         conjuncts: list[exp.Expr] = [c for cond in self.conditions for c in _conjuncts(cond)]
         if self.tree.args.get("where") is not None:
             conjuncts += _conjuncts(self.tree.args["where"].this)
@@ -131,6 +202,7 @@ class _Builder:
         late: list[n.Predicate] = []
         sem_preds: list[n.SemCall] = []
         map_attrs = set(self.scope.maps.values())
+        nested = self._nested_maps()
         for c in conjuncts:
             if is_semantic(c):
                 if c.name.lower() not in ("sem_filter", "sem_join"):
@@ -142,12 +214,13 @@ class _Builder:
             sql, reads = self.scope.rewrite(c, where="WHERE")
             pred = n.Predicate(sql, reads)
             owners = {s.alias for s in self.scope.sources if reads & s.attrs}
-            if reads & map_attrs:
+            if reads & (map_attrs | nested):  # reads a sem_map output: above the map
                 late.append(pred)
             elif len(owners) <= 1:
                 scan_filters[owners.pop() if owners else self.scope.sources[0].alias].append(pred)
             else:
                 join_preds.append(pred)
+        scan_filters[self.scope.sources[0].alias] += pushed
         node = self._skeleton(scan_filters, join_preds, sem_preds)
         early = [p for p in sem_preds if not p.reads & map_attrs]
         for call in early:
@@ -165,7 +238,7 @@ class _Builder:
                 node = n.SemFilter(node, call)
         for pred in late:
             node = n.Filter(node, pred)
-        return self._sink(node, items)
+        return node
 
     def _skeleton(
         self,
@@ -174,7 +247,11 @@ class _Builder:
         sem_preds: list[n.SemCall],
     ) -> n.Node:
         def scan(s: Source) -> n.Node:
+            if s.alias in self.derived:
+                return self.derived[s.alias]._region(scan_filters[s.alias])
             return n.Scan(s.table, s.alias, s.columns, tuple(scan_filters[s.alias]))
+
+        nested = self._nested_maps()  # a join reading them would block the map from moving
 
         first, *others = self.scope.sources
         node = scan(first)
@@ -186,7 +263,14 @@ class _Builder:
                 cond = n.Predicate(" AND ".join(f"({p.sql})" for p in mine), _union(mine))
                 node = n.Join(node, right, cond)
                 continue
-            semi = next((c for c in sem_preds if _relates(c.reads, node.attrs, right.attrs)), None)
+            semi = next(
+                (
+                    c
+                    for c in sem_preds
+                    if not c.reads & nested and _relates(c.reads, node.attrs, right.attrs)
+                ),
+                None,
+            )
             if semi is None:
                 node = n.Join(node, right)
             else:
@@ -205,8 +289,8 @@ class _Builder:
             ):
                 table = item.table if isinstance(item, exp.Column) else ""
                 for s in self.scope.sources:
-                    if not table or s.alias.lower() == table.lower():
-                        out += [(exp.column(c, table=s.alias), c) for c in s.columns]
+                    if not table or s.name.lower() == table.lower():
+                        out += [(exp.column(c, table=s.name), c) for c, _ in s.visible]
                 continue
             name = item.alias_or_name if isinstance(item, exp.Alias | exp.Column) else item.sql()
             expr = item.this if isinstance(item, exp.Alias) else item
@@ -215,11 +299,12 @@ class _Builder:
         for i, (expr, name) in enumerate(out):
             calls = [c for c in expr.walk() if is_semantic(c) and c.name.lower() == "sem_map"]
             for call in calls:
-                self.map_count += 1
-                attr = name if call is expr else f"__sem_map_{self.map_count}"
-                taken = {c.lower() for s in self.scope.sources for c in s.columns}
-                if attr.lower() in self.scope.maps or attr.lower() in taken or "." in attr:
-                    attr = f"__sem_map_{self.map_count}"
+                self.names.count += 1
+                attr = name if call is expr else f"__sem_map_{self.names.count}"
+                taken = {c.lower() for s in self.scope.sources for c, _ in s.visible}
+                if attr.lower() in self.names.used or attr.lower() in taken or "." in attr:
+                    attr = f"__sem_map_{self.names.count}"
+                self.names.used.add(attr.lower())
                 self.scope.maps[attr.lower()] = attr
                 self.maps.append((attr, call.copy()))
                 if call is expr:
@@ -281,6 +366,44 @@ class _Builder:
             out.append(sql)
             reads |= r
         return out, reads
+
+
+def _derived_select(sub: exp.Subquery) -> tuple[exp.Select, str]:
+    """The SELECT of a derived table and its alias; PlanError for what is not planned."""
+    inner, alias = sub.this, sub.alias
+    if not alias:
+        raise PlanError("a subquery in FROM needs an alias (AS name) to be planned")
+    if not isinstance(inner, exp.Select):
+        raise PlanError(f"subquery {alias}: {inner.key.upper()} is not planned; {_DERIVED}")
+    table_alias = sub.args.get("alias")
+    if isinstance(table_alias, exp.TableAlias) and table_alias.columns:
+        raise PlanError(f"subquery {alias}: name its columns in its select list, not {alias}(...)")
+    for key in ("order", "limit", "offset", "pivots", "sample"):
+        if sub.args.get(key):
+            raise PlanError(f"subquery {alias}: {key.upper()} is not planned; {_DERIVED}")
+    for key, what in _NOT_IN_DERIVED.items():
+        if inner.args.get(key):
+            raise PlanError(f"subquery {alias}: {what} is not planned; {_DERIVED}")
+    for node in inner.walk():
+        if isinstance(node, exp.AggFunc | exp.Window):
+            raise PlanError(f"subquery {alias}: aggregates and window functions are not planned")
+        if node is not inner and isinstance(node, exp.Subquery | exp.Select):
+            raise PlanError(f"subquery {alias}: a nested subquery is not planned; {_DERIVED}")
+        if is_semantic(node) and node.name.lower() == "sem_agg":
+            raise PlanError(f"subquery {alias}: sem_agg is not planned; {_DERIVED}")
+    for item in inner.expressions:
+        body = item.this if isinstance(item, exp.Alias) else item
+        if isinstance(item, exp.Star | exp.Column):
+            continue
+        if isinstance(item, exp.Alias) and (
+            isinstance(body, exp.Column) or (is_semantic(body) and body.name.lower() == "sem_map")
+        ):
+            continue
+        raise PlanError(
+            f"subquery {alias}: {item.sql(dialect='duckdb')} is not planned in its select list "
+            "(columns, and sem_map(...) AS name); the query runs on the UDF path"
+        )
+    return inner, alias
 
 
 def _conjuncts(node: exp.Expr) -> list[exp.Expr]:

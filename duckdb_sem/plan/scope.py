@@ -2,7 +2,8 @@
 
 Base columns become ``alias.column`` attributes; a ``sem_map`` output is the attribute named by
 its alias. Select aliases (outside ``sem_map``) stay plain identifiers, for DuckDB to resolve in
-GROUP BY, HAVING and ORDER BY.
+GROUP BY, HAVING and ORDER BY. A derived table (``(SELECT text AS body ...) AS r``) is a source
+whose names differ from its scan's columns: ``r.body`` means the attribute ``r.text``.
 """
 
 from __future__ import annotations
@@ -19,15 +20,31 @@ __all__ = ["Scope", "Source"]
 @dataclass(frozen=True)
 class Source:
     table: str  # SQL of the table reference, e.g. ``main.reviews``
-    alias: str
-    columns: tuple[str, ...]
+    alias: str  # the prefix of its attributes
+    columns: tuple[str, ...]  # the columns its scan reads
+    # (name, attribute) pairs the query sees; None: every column under its own name. A derived
+    # table shows its select list (renamed columns, ``sem_map`` outputs) and hides the rest.
+    names: tuple[tuple[str, str], ...] | None = None
+    qualifier: str | None = None  # how SQL qualifies its columns, when not ``alias``
 
     def attr(self, column: str) -> str:
         return f"{self.alias}.{column}"
 
     @property
     def attrs(self) -> frozenset[str]:
+        """The attributes of its scan."""
         return frozenset(self.attr(c) for c in self.columns)
+
+    @property
+    def visible(self) -> tuple[tuple[str, str], ...]:
+        """(name, attribute) of every column the query may name."""
+        if self.names is not None:
+            return self.names
+        return tuple((c, self.attr(c)) for c in self.columns)
+
+    @property
+    def name(self) -> str:
+        return self.qualifier or self.alias
 
 
 @dataclass
@@ -41,26 +58,25 @@ class Scope:
         qualifier, _, column = name.rpartition(".")
         qualifier, column = qualifier.strip('"'), column.strip('"')
         if qualifier:
-            matches = [s for s in self.sources if s.alias.lower() == qualifier.lower()]
+            matches = [s for s in self.sources if s.name.lower() == qualifier.lower()]
             if not matches:
-                have = ", ".join(s.alias for s in self.sources)
+                have = ", ".join(s.name for s in self.sources)
                 raise UnknownColumnError(
                     f"{where}: no table or alias {qualifier!r} in scope (have: {have})"
                 )
         else:
             matches = self.sources
-        hits = [(s, c) for s in matches for c in s.columns if c.lower() == column.lower()]
+        hits = [(s, c, a) for s in matches for c, a in s.visible if c.lower() == column.lower()]
         if len(hits) > 1:
-            options = " or ".join(f"{s.alias}.{c}" for s, c in hits)
+            options = " or ".join(f"{s.name}.{c}" for s, c, _ in hits)
             raise AmbiguousColumnError(f"{where}: {name!r} is ambiguous; write {options}")
         if hits:
-            source, real = hits[0]
-            return source.attr(real)
+            return hits[0][2]
         if not qualifier and column.lower() in self.maps:
             return self.maps[column.lower()]
         if not qualifier and aliases and column.lower() in self.select_aliases:
             return None
-        available = ", ".join(sorted(a for s in matches for a in s.attrs))
+        available = ", ".join(sorted(f"{s.name}.{c}" for s in matches for c, _ in s.visible))
         raise UnknownColumnError(f"{where}: unknown column {name!r}; available: {available}")
 
     def rewrite(
