@@ -4,7 +4,12 @@ From one semantic operator (Q0) to several, with joins (Q4, Q8), a map feeding a
 data dependency), an aggregate (Q6), and operators of very different cost and selectivity (Q1,
 Q7: a long email body against a short subject line). Each query has two hand-written SQL
 orders: ``sql`` (Static-1, the order a person would likely write) and ``alt`` (Static-2,
-another plausible order). ``truth`` is the SQL of the correct answer over the label columns.
+another plausible order, planned as written). Filters in one WHERE run in the order written
+(Q1, Q2, Q7); a filter written in a derived table runs below the join (Q4, Q8), and a
+``sem_map`` written in a derived table runs before the outer filters (Q3, Q5). Derived tables
+keep the flat query's aliases, so Static-2 is one of the flat query's equivalent plans. Q0 and
+Q6 have a single plan: their ``alt`` is their ``sql``. ``truth`` is the SQL of the correct
+answer over the label columns.
 
 This module is plain data (no duckdb-sem import): the LOTUS side reads it from its own venv.
 Every instruction carries a phrase the oracle (``oracle.py``) recognises in any prompt format.
@@ -79,8 +84,8 @@ QUERIES: tuple[Query, ...] = (
         "Q3", "fortunes", ("fortunes",),
         f"SELECT id, sem_map('{TOPIC}: {{quote}}') AS topic FROM fortunes "
         f"WHERE sem_filter('{{quote}} {COMPUTERS}')",
-        f"SELECT id, sem_map('{TOPIC}: {{quote}}') AS topic FROM fortunes "
-        f"WHERE sem_filter('{{quote}} {COMPUTERS}')",
+        f"SELECT id, topic FROM (SELECT id, quote, sem_map('{TOPIC}: {{quote}}') AS topic "
+        f"FROM fortunes) AS fortunes WHERE sem_filter('{{quote}} {COMPUTERS}')",
         "SELECT id, category AS topic FROM fortunes WHERE category = 'computers'",
         ("id", "topic"), "filter and map",
     ),
@@ -89,9 +94,9 @@ QUERIES: tuple[Query, ...] = (
         f"SELECT r.id, p.movie FROM reviews r JOIN plots p "
         f"ON sem_join('{{r.text}} {ABOUT} {{p.plot}}') "
         f"WHERE p.id < 'p2' AND sem_filter('{{r.text}} {POSITIVE}')",
-        f"SELECT r.id, p.movie FROM reviews r JOIN plots p "
-        f"ON sem_join('{{r.text}} {ABOUT} {{p.plot}}') AND sem_filter('{{r.text}} {POSITIVE}') "
-        f"WHERE p.id < 'p2'",
+        f"SELECT r.id, p.movie FROM (SELECT id, text FROM reviews "
+        f"WHERE sem_filter('{{text}} {POSITIVE}')) AS r JOIN plots p "
+        f"ON sem_join('{{r.text}} {ABOUT} {{p.plot}}') WHERE p.id < 'p2'",
         "SELECT r.id, p.movie FROM reviews r JOIN plots p ON r.movie = p.movie "
         "WHERE p.id < 'p2' AND r.fresh",
         ("id", "movie"), "semantic join and filter",
@@ -101,7 +106,8 @@ QUERIES: tuple[Query, ...] = (
         f"SELECT id, sem_map('{MAIN_USE}: {{0}}', description) AS use FROM packages "
         f"WHERE sem_filter('{{0}} {GAME}', description) "
         f"AND sem_filter('The use {{0}} {VIEW_EDIT}', use)",
-        f"SELECT id, sem_map('{MAIN_USE}: {{0}}', description) AS use FROM packages "
+        f"SELECT id, use FROM (SELECT id, description, "
+        f"sem_map('{MAIN_USE}: {{0}}', description) AS use FROM packages) AS packages "
         f"WHERE sem_filter('The use {{0}} {VIEW_EDIT}', use) "
         f"AND sem_filter('{{0}} {GAME}', description)",
         "SELECT id FROM packages WHERE use_tags LIKE '%use::gameplaying%' "
@@ -133,9 +139,9 @@ QUERIES: tuple[Query, ...] = (
         f"SELECT p.id, t.tag FROM packages p JOIN tags t "
         f"ON sem_join('The software {{p.description}} {USED_FOR}: {{t.meaning}}') "
         f"WHERE p.section IN ('games', 'text') AND sem_filter('{{p.description}} {GAME}')",
-        f"SELECT p.id, t.tag FROM packages p JOIN tags t "
-        f"ON sem_join('The software {{p.description}} {USED_FOR}: {{t.meaning}}') "
-        f"AND sem_filter('{{p.description}} {GAME}') WHERE p.section IN ('games', 'text')",
+        f"SELECT p.id, t.tag FROM (SELECT id, description FROM packages "
+        f"WHERE section IN ('games', 'text') AND sem_filter('{{description}} {GAME}')) AS p "
+        f"JOIN tags t ON sem_join('The software {{p.description}} {USED_FOR}: {{t.meaning}}')",
         "SELECT p.id, t.tag FROM packages p JOIN tags t "
         "ON list_contains(string_split(p.use_tags, ';'), t.tag) "
         "WHERE p.section IN ('games', 'text') AND p.use_tags LIKE '%use::gameplaying%'",
