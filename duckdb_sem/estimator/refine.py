@@ -19,9 +19,12 @@ Selectivities observed for an operator placed after others are conditional on th
 them; they are used as the operator's selectivity in every plan (exact when the predicates are
 independent, the usual assumption of cost-based optimizers).
 
-The class also learns, per operator, the ratio between the prompt tokens the target reports
-and those counted on the rendered rows (chat-template tokens, tokenizer differences), so exact
-prompt counts stay exact after the first batch.
+The class also learns, per operator, the tokens the target adds to every request beyond those
+counted on the rendered rows (its chat template: a constant per request, not a ratio, so it
+stays right when the rows' length changes from batch to batch), so exact prompt counts stay
+exact after the first batch. The offset is a mean over past batches weighted by the rows the
+operator saw: an operator placed after a filter sees a subset of the counted rows, whose length
+differs from the batch's mean by chance, so its batches say less.
 
 Example:
     >>> refiner = Refiner(StatsStore())
@@ -106,7 +109,8 @@ class Refiner:
         self.slm_error = slm_error  # how far a small model's sample may sit from the truth
         self.memory = memory
         self.max_regimes = max_regimes
-        self._ratio: dict[str, float] = {}  # observed / counted prompt tokens per row
+        # tokens the target adds per request: (weighted sum of offsets, sum of weights)
+        self._overhead: dict[str, tuple[float, float]] = {}
         self._counted: dict[str, float] = {}  # counted prompt tokens per row, last estimate
         self._regimes: dict[str, list[_Regime]] = {}
         self._pending: dict[str, tuple[int, float]] = {}  # regime used for the running batch
@@ -144,7 +148,7 @@ class Refiner:
         if sample is None:
             return None if prior is None else prior.statistics()
         self._counted[signature] = sample.prompt_tokens_per_row
-        prompt = sample.prompt_tokens_per_row * self._ratio.get(signature, 1.0)
+        prompt = max(1.0, sample.prompt_tokens_per_row + self.overhead(signature))
         if sample.rows_measured > 0:
             self._stale.discard(signature)
         at = self._match(signature, sample)
@@ -175,14 +179,21 @@ class Refiner:
             prior.rows_measured + sample.rows_measured,
         )
 
+    def overhead(self, signature: str) -> float:
+        """Prompt tokens per request the target adds to the counted ones (0 until seen)."""
+        total, weight = self._overhead.get(signature, (0.0, 0.0))
+        return total / weight if weight else 0.0
+
     # -- after the batch ----------------------------------------------------------------------
     def observe(self, obs: Observation) -> None:
         observe_batch(self.store, [obs])
         counted = self._counted.get(obs.signature)
         if counted and obs.rows_in > 0 and obs.prompt_tokens > 0:
-            ratio = obs.prompt_tokens / obs.rows_in / counted
-            old = self._ratio.get(obs.signature)
-            self._ratio[obs.signature] = ratio if old is None else 0.5 * old + 0.5 * ratio
+            offset = obs.prompt_tokens / obs.rows_in - counted
+            total, weight = self._overhead.get(obs.signature, (0.0, 0.0))
+            m = self.memory
+            self._overhead[obs.signature] = (m * total + obs.rows_in * offset,
+                                             m * weight + obs.rows_in)  # fmt: skip
         pending = self._pending.pop(obs.signature, None)
         if pending is None or obs.rows_in <= 0:
             return

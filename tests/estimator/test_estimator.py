@@ -54,6 +54,21 @@ def test_refiner_blends_the_batch_sample_with_the_past_and_learns_prompt_bias() 
     assert again is not None and again.prompt_tokens_per_row > 10.5
 
 
+def test_refiner_learns_the_targets_per_request_tokens_as_an_offset_not_a_ratio() -> None:
+    # the target adds 12 tokens to every request (its chat template), whatever the row's length:
+    # after batches of short rows, a batch of long rows is estimated exactly (a ratio learned
+    # on the short rows, 52/40, would overestimate it by 25 tokens a row)
+    refiner = Refiner(StatsStore())
+    for _ in range(3):
+        refiner.estimate("s", Statistics(0.5, 40.0, 1.0, rows_measured=0))
+        refiner.observe(Observation("s", rows_in=100, rows_out=50, prompt_tokens=5200,
+                                    completion_tokens=100))  # fmt: skip
+    long = refiner.estimate("s", Statistics(0.5, 120.0, 1.0, rows_measured=0))
+    assert long is not None and long.prompt_tokens_per_row == pytest.approx(132.0)
+    assert refiner.overhead("s") == pytest.approx(12.0)
+    assert refiner.overhead("unseen") == 0.0
+
+
 def test_profiler_measures_on_the_estimator_and_counts_target_tokens() -> None:
     con = duckdb.connect()
     con.execute("CREATE TABLE r AS SELECT i AS id, CASE WHEN i % 4 = 0 THEN 'fine film' "
