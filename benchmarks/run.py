@@ -62,7 +62,7 @@ QUICK: list[list[str]] = [
     ],
     ["bench_scheduler.py", "--queries", "60", "--loads", "0.5", "0.9"],
     ["bench_dynamism.py", "--batches", "6", "--batch-rows", "50"],
-    ["bench_estimator.py", "--batch-rows", "50"],
+    ["bench_estimator.py", "--batch-rows", "100", "--batches", "10", "--seeds", "1"],
     ["bench_fusion.py", "--tenants", "8", "16", "--horizon", "20"],
     ["bench_optimizer.py", "--max-plans", "200", "--repeat", "1"],
     ["bench_engine.py", "--rows", "500", "--skip-model"],
