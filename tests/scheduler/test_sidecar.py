@@ -10,6 +10,7 @@ from pathlib import Path
 import httpx
 import pytest
 from click.testing import CliRunner
+from prometheus_client.parser import text_string_to_metric_families
 from sidecar_helpers import client_results, sidecar, start_client
 
 import duckdb_sem
@@ -139,12 +140,17 @@ def test_status_metrics_and_top_show_live_queries() -> None:
         ]
         time.sleep(0.2)
         metrics = httpx.get(f"{server.url}/metrics").text
-        assert (
-            'duckdb_sem_query_remaining_cost{query_id="query-7",connection="conn-a"} 700.0'
-            in metrics
-        )
-        for name in ("queue_length", "in_flight_requests", "tokens_per_second", "calls_total"):
-            assert f"# TYPE duckdb_sem_{name} " in metrics
+        # the whole exposition parses as Prometheus text
+        samples = {
+            (sample.name, tuple(sorted(sample.labels.items()))): sample.value
+            for family in text_string_to_metric_families(metrics)
+            for sample in family.samples
+        }
+        key = (("connection", "conn-a"), ("query_id", "query-7"))
+        assert samples[("duckdb_sem_query_remaining_cost", key)] == 700.0
+        for name in ("queue_length", "in_flight_requests", "tokens_per_second"):
+            assert f"# TYPE duckdb_sem_{name} gauge" in metrics
+        assert samples[("duckdb_sem_calls_total", (("kind", "virtual"),))] >= 0
         result = CliRunner().invoke(top, ["--url", server.url, "--once"], env={"COLUMNS": "250"})
         assert result.exit_code == 0, result.output
         assert "query-7" in result.output and "srtf" in result.output
