@@ -20,12 +20,11 @@ import time
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future
-from dataclasses import dataclass, field
 
 from duckdb_sem.backends.base import Backend
 from duckdb_sem.cache.store import LLMCache
-from duckdb_sem.errors import QueryCancelledError, SchedulerError, SemError
-from duckdb_sem.llm.request import Completion, LLMRequest
+from duckdb_sem.errors import QueryCancelledError, SchedulerError
+from duckdb_sem.llm.request import Completion
 from duckdb_sem.scheduler.accounting import QueryState, ThroughputWindow, Usage
 from duckdb_sem.scheduler.admission import (
     ReplicaLimits,
@@ -33,59 +32,23 @@ from duckdb_sem.scheduler.admission import (
     estimate_tokens,
     least_loaded,
 )
-from duckdb_sem.scheduler.executor import Dispatch, Executor, ThreadExecutor
+from duckdb_sem.scheduler.executor import Executor, ThreadExecutor
 from duckdb_sem.scheduler.policies import Policy, QueuedSEU, make_policy
+from duckdb_sem.scheduler.queries import prune_idle, status_snapshot, track_query
 from duckdb_sem.scheduler.seu import SEU, Served, SEUResult
+from duckdb_sem.scheduler.waiters import (
+    Pending,
+    Running,
+    Waiter,
+    dispatch_work,
+    fail_waiter,
+    fill,
+    naming,
+)
 
 __all__ = ["Scheduler"]
 
 _RECENT = 4096  # completed answers kept until the cache surely has them
-_PRUNE_AFTER_S = 120.0  # forget idle queries after this long
-
-
-@dataclass(eq=False)
-class _Waiter:
-    """One submitted SEU waiting for its slots to fill."""
-
-    seu: SEU
-    future: Future[SEUResult]
-    slots: list[Completion | None]
-    served: list[Served]
-    missing: int
-    state: QueryState
-    cancelled: bool = False
-
-
-@dataclass(eq=False)
-class _Pending:
-    """One unique request (by signature), queued or running, and who waits on it."""
-
-    signature: str
-    request: LLMRequest
-    tokens: int
-    key: str = ""  # the fusion key: the signature, unless fusion is off
-    waiters: list[tuple[_Waiter, int]] = field(default_factory=list)
-    item: QueuedSEU | None = None  # the queue item that will run it, while queued
-
-
-@dataclass(eq=False)
-class _Running:
-    dispatch: Dispatch
-    replica: ReplicaState
-    work: list[_Pending]
-    answered: int = 0
-
-
-def _naming(error: BaseException, operator: str, backend: Backend) -> BaseException:
-    """The same error, its message naming the operator that waited and the backend that failed."""
-    if not isinstance(error, SemError):
-        return error
-    message = str(error)
-    if backend.spec not in message:
-        message = f"{backend.describe()}: {message}"
-    named = type(error)(f"{operator or 'semantic operator'} failed: {message}")
-    named.__cause__ = error
-    return named
 
 
 class Scheduler:
@@ -128,9 +91,9 @@ class Scheduler:
         self.usage = Usage()
         self.started = clock()
         self._throughput = ThroughputWindow()
-        self._pending: dict[str, _Pending] = {}
-        self._item_work: dict[QueuedSEU, list[_Pending]] = {}
-        self._running: dict[int, _Running] = {}
+        self._pending: dict[str, Pending] = {}
+        self._item_work: dict[QueuedSEU, list[Pending]] = {}
+        self._running: dict[int, Running] = {}
         self._queries: dict[str, QueryState] = {}
         self._recent: OrderedDict[str, Completion] = OrderedDict()
         self._dispatch_ids = itertools.count(1)
@@ -152,18 +115,18 @@ class Scheduler:
                 raise SchedulerError("the scheduler is closed; open a new connection")
             now = self.clock()
             state = self._state_locked(seu, now)
-            waiter = _Waiter(seu, future, [None] * n, [Served.BACKEND] * n, n, state)
+            waiter = Waiter(seu, future, [None] * n, [Served.BACKEND] * n, n, state)
             state.waiting += 1
-            new_work: list[_Pending] = []
+            new_work: list[Pending] = []
             for index, (sig, request) in enumerate(zip(sigs, seu.requests, strict=True)):
                 hit = cached.get(sig) or self._recent.get(sig)
                 if hit is not None:
-                    self._fill(waiter, index, hit, Served.CACHE)
+                    fill(waiter, index, hit, Served.CACHE, self.usage)
                     continue
                 key = sig if self.fusion else f"{sig}#{id(waiter)}#{index}"
                 pending = self._pending.get(key)
                 if pending is None:
-                    pending = _Pending(sig, request, estimate_tokens(request), key)
+                    pending = Pending(sig, request, estimate_tokens(request), key)
                     self._pending[key] = pending
                     new_work.append(pending)
                 else:
@@ -206,9 +169,7 @@ class Scheduler:
                     continue
                 pending.waiters = [(w, i) for w, i in pending.waiters if w.seu.query_id != query_id]
                 for waiter, _ in mine:
-                    self._fail_waiter(
-                        waiter, QueryCancelledError(f"query {query_id} was cancelled")
-                    )
+                    fail_waiter(waiter, QueryCancelledError(f"query {query_id} was cancelled"))
                 if not pending.waiters and pending.item is not None:
                     work = self._item_work.get(pending.item, [])
                     if pending in work:
@@ -257,7 +218,7 @@ class Scheduler:
                         self._recent.popitem(last=False)
                 self._throughput.add(completion.prompt_tokens + completion.completion_tokens, now)
                 for waiter, index in pending.waiters:
-                    self._fill(waiter, index, completion, Served.BACKEND)
+                    fill(waiter, index, completion, Served.BACKEND, self.usage)
                 replica.requests -= 1
                 replica.tokens -= pending.tokens
                 replica.completed_requests += 1
@@ -275,7 +236,7 @@ class Scheduler:
                 if self._pending.get(pending.key) is pending:
                     del self._pending[pending.key]
                 for waiter, _ in pending.waiters:
-                    self._fail_waiter(waiter, _naming(error, waiter.seu.operator, backend))
+                    fail_waiter(waiter, naming(error, waiter.seu.operator, backend))
                 running.replica.requests -= 1
                 running.replica.tokens -= pending.tokens
             self._release_locked(running)
@@ -293,67 +254,29 @@ class Scheduler:
         """A JSON-able snapshot: replicas, queue, live queries, usage (``/v1/status``)."""
         with self._lock:
             now = self.clock()
-            self._prune_locked(now)
-            queued = sorted(self.policy.items(), key=lambda i: i.seq)
-            return {
-                "backend_id": self.backend_id,
-                "simulated": any(b.simulated for b in self.backends),
-                "policy": self.policy.name,
-                "uptime_s": round(now - self.started, 3),
-                "queue_length": len(queued),
-                "queued_requests": sum(i.size for i in queued),
-                "in_flight_requests": sum(r.requests for r in self.replicas),
-                "tokens_per_s": round(self._throughput.rate(now), 1),
-                "replicas": [r.as_dict() for r in self.replicas],
-                "queries": [q.as_dict(now) for q in self._queries.values()],
-                "usage": self.usage.as_dict(),
-            }
+            prune_idle(self._queries, now)
+            return status_snapshot(
+                backend_id=self.backend_id,
+                simulated=any(b.simulated for b in self.backends),
+                policy=self.policy.name,
+                uptime_s=now - self.started,
+                queued=sorted(self.policy.items(), key=lambda i: i.seq),
+                replicas=self.replicas,
+                tokens_per_s=self._throughput.rate(now),
+                queries=self._queries.values(),
+                usage=self.usage,
+                now=now,
+            )
 
     # -- internals -------------------------------------------------------------------------
     def _state_locked(self, seu: SEU, now: float) -> QueryState:
-        state = self._queries.get(seu.query_id)
-        if state is None:
-            state = QueryState(seu.query_id, seu.connection, now, now, usage=Usage())
-            self._queries[seu.query_id] = state
-        state.last_seen = now
-        state.remaining_cost = seu.remaining_cost
-        state.operator = seu.operator
-        state.seus += 1
+        state = track_query(self._queries, seu, now)
         self._submits += 1
         if self._submits % 256 == 0:
-            self._prune_locked(now)
+            prune_idle(self._queries, now)
         return state
 
-    def _prune_locked(self, now: float) -> None:
-        for qid, state in list(self._queries.items()):
-            if not state.waiting and not state.queued and now - state.last_seen > _PRUNE_AFTER_S:
-                del self._queries[qid]
-
-    def _fill(self, waiter: _Waiter, index: int, completion: Completion, how: Served) -> None:
-        if waiter.cancelled or waiter.slots[index] is not None:
-            return
-        waiter.slots[index] = completion
-        if how is not Served.BACKEND or waiter.served[index] is not Served.FUSED:
-            waiter.served[index] = how
-        tokens = completion.prompt_tokens + completion.completion_tokens
-        kind = waiter.served[index].value
-        self.usage.add(kind, tokens)
-        if waiter.state.usage is not None:
-            waiter.state.usage.add(kind, tokens)
-        waiter.missing -= 1
-        if waiter.missing == 0:
-            waiter.state.waiting -= 1
-            slots = tuple(c for c in waiter.slots if c is not None)
-            waiter.future.set_result(SEUResult(slots, tuple(waiter.served)))
-
-    def _fail_waiter(self, waiter: _Waiter, error: BaseException) -> None:
-        if waiter.cancelled or waiter.future.done():
-            return
-        waiter.cancelled = True
-        waiter.state.waiting -= 1
-        waiter.future.set_exception(error)
-
-    def _release_locked(self, running: _Running) -> None:
+    def _release_locked(self, running: Running) -> None:
         del self._running[running.dispatch.dispatch_id]
         running.replica.dispatches -= 1
         if not self._closed:
@@ -380,23 +303,8 @@ class Scheduler:
                 self.policy.push(item)
                 return
             self.policy.dispatched(item, now)
-            dispatch = Dispatch(
-                dispatch_id=next(self._dispatch_ids),
-                replica=replica.index,
-                query_id=item.query_id,
-                operator=item.operator,
-                requests=tuple(p.request for p in work),
-                signatures=tuple(p.signature for p in work),
-                tokens=tokens,
-                at=now,
+            running = dispatch_work(
+                next(self._dispatch_ids), item, work, replica=replica, owner=owner, now=now
             )
-            for pending in work:
-                pending.item = None
-            replica.dispatches += 1
-            replica.requests += len(work)
-            replica.tokens += tokens
-            if owner is not None:
-                owner.queued -= 1
-                owner.attained += tokens
-            self._running[dispatch.dispatch_id] = _Running(dispatch, replica, work)
-            self.executor.start(dispatch, replica.backend, self)
+            self._running[running.dispatch.dispatch_id] = running
+            self.executor.start(running.dispatch, replica.backend, self)
