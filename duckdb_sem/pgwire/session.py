@@ -1,33 +1,31 @@
 """One client session after authentication: the simple and extended query protocols.
 
-Each session owns a ``SemConnection`` (a cursor of the server's database) and runs on its own
-thread. Statements go through :func:`~duckdb_sem.pgwire.commands.parse_command` first (session
-commands, transactions, cursors), then the catalog rewrites and PostgreSQL-source rewrites,
-then DuckDB. Portals and ``DECLARE``d cursors share one namespace, as in PostgreSQL, so a
-client may ``Describe`` a declared cursor (psycopg's server-side cursors do).
+Each session owns a ``SemConnection`` (a cursor of the server's database, held by its
+:class:`~duckdb_sem.pgwire.execution.Execution`) and runs on its own thread. Statements go
+through :func:`~duckdb_sem.pgwire.commands.parse_command` first (session variables in
+:mod:`.settings`, transactions, cursors here), then the catalog rewrites and PostgreSQL-source
+rewrites, then DuckDB (:mod:`.execution`). Portals (:mod:`.portals`) and ``DECLARE``d cursors
+share one namespace, as in PostgreSQL, so a client may ``Describe`` a declared cursor
+(psycopg's server-side cursors do).
 """
 
 from __future__ import annotations
 
 import logging
-import threading
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
-from dataclasses import dataclass, field
+from collections.abc import Callable
 from typing import Any, BinaryIO
 
-import duckdb
-import pyarrow as pa
-
+from duckdb_sem.connection import SemConnection
 from duckdb_sem.errors import QueryCancelledError, SemError
 from duckdb_sem.pgwire import commands as cmd
 from duckdb_sem.pgwire import messages as m
-from duckdb_sem.pgwire.catalog import rewrite_catalog
 from duckdb_sem.pgwire.database import Database
-from duckdb_sem.pgwire.results import Result, command_tag, returns_rows
+from duckdb_sem.pgwire.execution import Execution
+from duckdb_sem.pgwire.portals import Portal, Statement, param_count
+from duckdb_sem.pgwire.results import Result
+from duckdb_sem.pgwire.settings import run_setting
 from duckdb_sem.pgwire.sqlstate import describe_error
 from duckdb_sem.pgwire.types import OID, decode_param
-from duckdb_sem.runtime.context import QueryContext
 
 __all__ = ["Session"]
 
@@ -37,20 +35,6 @@ _FLUSH_BYTES = 64 * 1024
 
 class _TxAborted(SemError):
     sqlstate = "25P02"  # in_failed_sql_transaction
-
-
-@dataclass(eq=False)
-class _Statement:
-    sql: str
-    param_oids: list[int]
-
-
-@dataclass(eq=False)
-class _Portal:
-    statement: _Statement
-    params: list[Any]
-    formats: list[int] = field(default_factory=list)
-    result: Result | None = None
 
 
 class Session:
@@ -63,7 +47,7 @@ class Session:
         startup: dict[str, str],
     ) -> None:
         self.db = db
-        self.con = db.session()
+        self.execution = Execution(db)
         self._reader = reader
         self._write = write
         self._out: list[bytes] = []
@@ -71,12 +55,13 @@ class Session:
         self.settings = dict(cmd.SESSION_DEFAULTS)
         self.settings["application_name"] = startup.get("application_name", "")
         self.status = b"I"
-        self._statements: dict[str, _Statement] = {}
-        self._portals: dict[str, _Portal] = {}
-        self._lock = threading.Lock()
-        self._running = False
-        self._query: QueryContext | None = None
-        self._open: pa.RecordBatchReader | None = None  # DuckDB allows one open result
+        self._statements: dict[str, Statement] = {}
+        self._portals: dict[str, Portal] = {}
+
+    @property
+    def con(self) -> SemConnection:
+        """The session's connection (replaced after a cancelled statement)."""
+        return self.execution.con
 
     # -- I/O ----------------------------------------------------------------------------------
     def send(self, data: bytes) -> None:
@@ -93,7 +78,7 @@ class Session:
 
     def run(self) -> None:
         """Serve messages until the client terminates or disconnects."""
-        self.db.routed.listen(self._on_query)
+        self.db.routed.listen(self.execution.on_query)
         self.send(m.ready_for_query(self.status))
         self.flush()
         skipping = False
@@ -144,17 +129,11 @@ class Session:
         else:
             raise SemError(f"unsupported protocol message {kind!r} (COPY is not supported)")
 
-    def _close_open(self) -> None:
-        if self._open is not None:
-            self._open.close()
-            self._open = None
-
     def _error(self, err: BaseException) -> None:
-        self._close_open()
+        self.execution.close_open()
         if isinstance(err, QueryCancelledError):
             # An interrupted DuckDB result can stay pending on its connection; start clean.
-            self.con.close()
-            self.con = self.db.session()
+            self.execution.reconnect()
         code, message = describe_error(err)
         if code == "XX000":
             log.warning("statement failed: %s", message)
@@ -176,8 +155,8 @@ class Session:
         self.flush()
 
     def _send_rows(self, result: Result, limit: int | None) -> None:
-        with self._busy():
-            rows, more = self._translated(lambda: result.take(limit))
+        with self.execution.busy():
+            rows, more = self.execution.translated(lambda: result.take(limit))
         for row in rows:
             self.send(row)
         self.send(m.portal_suspended() if more else m.command_complete(result.tag()))
@@ -186,7 +165,7 @@ class Session:
     def _parse(self, r: m.Reader) -> None:
         name, sql = r.cstring(), r.cstring()
         oids = [r.int32() for _ in range(r.int16())]
-        self._statements[name] = _Statement(sql, oids)
+        self._statements[name] = Statement(sql, oids)
         self.send(m.parse_complete())
 
     def _bind(self, r: m.Reader) -> None:
@@ -203,7 +182,7 @@ class Session:
             oid = statement.param_oids[i] if i < len(statement.param_oids) else 0
             values.append(decode_param(data, oid, binary=fmt == 1))
         result_formats = [r.int16() for _ in range(r.int16())]
-        self._portals[portal] = _Portal(statement, values, result_formats)
+        self._portals[portal] = Portal(statement, values, result_formats)
         self.send(m.bind_complete())
 
     def _describe(self, r: m.Reader) -> None:
@@ -212,10 +191,10 @@ class Session:
             statement = self._statements.get(name)
             if statement is None:
                 raise SemError(f"prepared statement {name!r} does not exist")
-            count = _param_count(statement.sql)
+            count = param_count(statement.sql)
             oids = statement.param_oids + [0] * (count - len(statement.param_oids))
             self.send(m.parameter_description([o or OID["text"] for o in oids[:count]]))
-            fields = self._describe_sql(statement.sql, count)
+            fields = self.execution.describe_sql(statement.sql, count)
             self.send(m.row_description(fields) if fields else m.no_data())
             return
         portal = self._portal(name)
@@ -227,13 +206,13 @@ class Session:
         portal = self._portal(name)
         self._send_rows(self._result(portal), limit if limit > 0 else None)
 
-    def _portal(self, name: str) -> _Portal:
+    def _portal(self, name: str) -> Portal:
         portal = self._portals.get(name)
         if portal is None:
             raise SemError(f"portal {name!r} does not exist")
         return portal
 
-    def _result(self, portal: _Portal) -> Result:
+    def _result(self, portal: Portal) -> Result:
         if portal.result is None:
             if not portal.statement.sql.strip():
                 portal.result = Result.command("")
@@ -241,15 +220,6 @@ class Session:
                 portal.result = self.run_statement(portal.statement.sql, portal.params)
             portal.result.formats = portal.formats or [0]
         return portal.result
-
-    def _describe_sql(self, sql: str, count: int) -> list[m.Field]:
-        if cmd.parse_command(sql) is not None or not returns_rows(sql):
-            return []
-        query = self.db.rewrite(rewrite_catalog(sql), self.con)
-        with self._busy():
-            rel = self._translated(lambda: self.con.sql(query, params=[None] * count or None))
-            schema = self._translated(lambda: rel.limit(0).to_arrow_table().schema)
-        return Result.of_rows("SELECT", schema, iter(())).described()
 
     # -- statements --------------------------------------------------------------------------
     def run_statement(self, sql: str, params: list[Any]) -> Result:
@@ -260,39 +230,11 @@ class Session:
             )
         if command is not None:
             return self._command(command, params)
-        self._close_open()
-        query = self.db.rewrite(rewrite_catalog(sql), self.con)
-        with self._busy():
-            if returns_rows(query):
-                rel = self._translated(lambda: self.con.sql(query, params=params or None))
-                reader = self._translated(lambda: rel.to_arrow_reader(1024))
-                self._open = reader
-                return Result.of_rows("SELECT", reader.schema, self._batches(reader))
-            self._translated(lambda: self.con.execute(query, params or None))
-            rows = self._translated(self.con.fetchall)
-        count = rows[0][0] if rows and rows[0] and isinstance(rows[0][0], int) else None
-        return Result.command(command_tag(query, count))
-
-    def _batches(self, reader: pa.RecordBatchReader) -> Iterator[pa.RecordBatch]:
-        while True:
-            try:
-                batch = self._translated(reader.read_next_batch)
-            except StopIteration:
-                return
-            yield batch
+        return self.execution.run_sql(sql, params)
 
     def _command(self, command: cmd.Command, params: list[Any]) -> Result:
-        if isinstance(command, cmd.Set):
-            self.settings[command.name] = command.value
-            return Result.command("SET")
-        if isinstance(command, cmd.Reset):
-            if command.name == "all":
-                self.settings = dict(cmd.SESSION_DEFAULTS)
-            elif command.name in cmd.SESSION_DEFAULTS:
-                self.settings[command.name] = cmd.SESSION_DEFAULTS[command.name]
-            return Result.command("RESET")
-        if isinstance(command, cmd.Show):
-            return self._show(command.name)
+        if isinstance(command, cmd.Set | cmd.Reset | cmd.Show):
+            return run_setting(self.settings, command)
         if isinstance(command, cmd.Begin):
             if self.status == b"I":
                 self.con.execute("BEGIN TRANSACTION")
@@ -313,21 +255,21 @@ class Session:
         if isinstance(command, cmd.Declare):
             # Materialised, so the session can run other statements while the cursor is open.
             result = self.run_statement(command.query, params)
-            with self._busy():
-                batches = list(self._translated(lambda: list(result.batches or ())))
-            self._close_open()
+            with self.execution.busy():
+                batches = list(self.execution.translated(lambda: list(result.batches or ())))
+            self.execution.close_open()
             result.batches = iter(batches)
-            self._portals[command.name] = _Portal(_Statement(command.query, []), [], [0], result)
+            self._portals[command.name] = Portal(Statement(command.query, []), [], [0], result)
             return Result.command("DECLARE CURSOR")
         if isinstance(command, cmd.Fetch):
             portal = self._portal(command.name)
             source = self._result(portal)
             if command.move:
-                with self._busy():
-                    moved = self._translated(lambda: source.skip(command.count))
+                with self.execution.busy():
+                    moved = self.execution.translated(lambda: source.skip(command.count))
                 return Result.command(f"MOVE {moved}")
-            with self._busy():
-                rows, _ = self._translated(lambda: source.take(command.count))
+            with self.execution.busy():
+                rows, _ = self.execution.translated(lambda: source.take(command.count))
             fetched = Result("FETCH", source.fields, source.types, iter(()))
             fetched.preload(rows)
             return fetched
@@ -341,66 +283,7 @@ class Session:
         assert isinstance(command, cmd.Ignore)
         return Result.command(command.tag)
 
-    def _show(self, name: str) -> Result:
-        if name == "all":
-            names = sorted(self.settings)
-            table = pa.table(
-                {
-                    "name": names,
-                    "setting": [self.settings[n] for n in names],
-                    "description": [""] * len(names),
-                }
-            )
-        else:
-            if name not in self.settings:
-                raise duckdb.CatalogException(f'unrecognized configuration parameter "{name}"')
-            table = pa.table({name.replace(" ", "_"): [self.settings[name]]})
-        return Result.of_rows("SHOW", table.schema, iter(table.to_batches()))
-
     # -- cancellation ------------------------------------------------------------------------
-    def _on_query(self, query: QueryContext) -> None:
-        with self._lock:
-            self._query = query
-
-    @contextmanager
-    def _busy(self) -> Iterator[None]:
-        with self._lock:
-            self._running = True
-        try:
-            yield
-        finally:
-            with self._lock:
-                self._running = False
-
     def cancel(self) -> None:
         """Stop the running statement (from the thread that received a CancelRequest)."""
-        with self._lock:
-            if not self._running:
-                return
-            query = self._query
-        if query is not None:
-            query.cancelled.set()
-            self.db.engine.client.cancel(query.query_id)
-        self.con.duckdb.interrupt()
-
-    def _translated(self, fn: Callable[[], Any]) -> Any:
-        try:
-            return fn()
-        except duckdb.Error as err:
-            cause = self.db.routed.last_error
-            if cause is not None:
-                self.db.routed.last_error = None
-                raise cause from err
-            query = self._query
-            if query is not None and query.cancelled.is_set():
-                raise QueryCancelledError(
-                    "canceling statement due to user request (its LLM work was dropped)"
-                ) from err
-            raise
-
-
-def _param_count(sql: str) -> int:
-    import re
-
-    numbers = [int(n) for n in re.findall(r"\$(\d+)", sql)]
-    return max(numbers, default=0)
+        self.execution.cancel()

@@ -1,0 +1,126 @@
+"""A session's DuckDB connection and the statement running on it.
+
+:class:`Execution` runs SQL that is not a session command (after the catalog and
+PostgreSQL-source rewrites) into a :class:`~duckdb_sem.pgwire.results.Result`, keeps the one
+open Arrow reader DuckDB allows per connection, and makes cancellation work across threads:
+:meth:`Execution.cancel` (called from the thread that received a CancelRequest) marks the
+running query cancelled, drops its SEUs from the scheduler and interrupts DuckDB, and
+:meth:`Execution.translated` turns the resulting DuckDB error back into the duckdb-sem error
+that caused it (``QueryCancelledError``, SQLSTATE 57014, for a cancel).
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import Any
+
+import duckdb
+import pyarrow as pa
+
+from duckdb_sem.errors import QueryCancelledError
+from duckdb_sem.pgwire import commands as cmd
+from duckdb_sem.pgwire import messages as m
+from duckdb_sem.pgwire.catalog import rewrite_catalog
+from duckdb_sem.pgwire.database import Database
+from duckdb_sem.pgwire.results import Result, command_tag, returns_rows
+from duckdb_sem.runtime.context import QueryContext
+
+__all__ = ["Execution"]
+
+
+class Execution:
+    """Owns one session's connection (``con``); see the module docstring."""
+
+    def __init__(self, db: Database) -> None:
+        self.db = db
+        self.con = db.session()
+        self._lock = threading.Lock()
+        self._running = False
+        self._query: QueryContext | None = None
+        self._open: pa.RecordBatchReader | None = None  # DuckDB allows one open result
+
+    def run_sql(self, sql: str, params: list[Any]) -> Result:
+        """Run one statement that is not a session command."""
+        self.close_open()
+        query = self.db.rewrite(rewrite_catalog(sql), self.con)
+        with self.busy():
+            if returns_rows(query):
+                rel = self.translated(lambda: self.con.sql(query, params=params or None))
+                reader = self.translated(lambda: rel.to_arrow_reader(1024))
+                self._open = reader
+                return Result.of_rows("SELECT", reader.schema, self._batches(reader))
+            self.translated(lambda: self.con.execute(query, params or None))
+            rows = self.translated(self.con.fetchall)
+        count = rows[0][0] if rows and rows[0] and isinstance(rows[0][0], int) else None
+        return Result.command(command_tag(query, count))
+
+    def describe_sql(self, sql: str, count: int) -> list[m.Field]:
+        """The fields a statement with ``count`` parameters would return (none for commands)."""
+        if cmd.parse_command(sql) is not None or not returns_rows(sql):
+            return []
+        query = self.db.rewrite(rewrite_catalog(sql), self.con)
+        with self.busy():
+            rel = self.translated(lambda: self.con.sql(query, params=[None] * count or None))
+            schema = self.translated(lambda: rel.limit(0).to_arrow_table().schema)
+        return Result.of_rows("SELECT", schema, iter(())).described()
+
+    def _batches(self, reader: pa.RecordBatchReader) -> Iterator[pa.RecordBatch]:
+        while True:
+            try:
+                batch = self.translated(reader.read_next_batch)
+            except StopIteration:
+                return
+            yield batch
+
+    def close_open(self) -> None:
+        if self._open is not None:
+            self._open.close()
+            self._open = None
+
+    def reconnect(self) -> None:
+        """A fresh connection: an interrupted DuckDB result can stay pending on the old one."""
+        self.con.close()
+        self.con = self.db.session()
+
+    # -- cancellation ------------------------------------------------------------------------
+    def on_query(self, query: QueryContext) -> None:
+        with self._lock:
+            self._query = query
+
+    @contextmanager
+    def busy(self) -> Iterator[None]:
+        with self._lock:
+            self._running = True
+        try:
+            yield
+        finally:
+            with self._lock:
+                self._running = False
+
+    def cancel(self) -> None:
+        """Stop the running statement (from the thread that received a CancelRequest)."""
+        with self._lock:
+            if not self._running:
+                return
+            query = self._query
+        if query is not None:
+            query.cancelled.set()
+            self.db.engine.client.cancel(query.query_id)
+        self.con.duckdb.interrupt()
+
+    def translated(self, fn: Callable[[], Any]) -> Any:
+        try:
+            return fn()
+        except duckdb.Error as err:
+            cause = self.db.routed.last_error
+            if cause is not None:
+                self.db.routed.last_error = None
+                raise cause from err
+            query = self._query
+            if query is not None and query.cancelled.is_set():
+                raise QueryCancelledError(
+                    "canceling statement due to user request (its LLM work was dropped)"
+                ) from err
+            raise
