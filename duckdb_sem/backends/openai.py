@@ -65,6 +65,8 @@ _TOKENIZE = {
     "llama.cpp": ("/extras/tokenize/count", "input"),
 }
 _OWNERS = {"vllm": "vllm", "duckdb-sem-sim": "sim", "me": "llama.cpp"}
+_DEFAULT_CONCURRENCY = 32  # request threads for a batching server (vLLM, sim)
+_SPARE_CONNECTIONS = 4  # beyond the request threads: /metrics, /tokenize, discovery
 _YES = {"yes", "y", "true"}
 _NO = {"no", "n", "false"}
 _METRIC = re.compile(r"^vllm:num_requests_(running|waiting)(?:\{[^}]*\})?\s+([0-9.eE+-]+)$")
@@ -119,13 +121,24 @@ class OpenAIBackend(Backend):
         self.transport_retry = transport_retry
         key = api_key if api_key is not None else _key_from_env()
         headers = {"Authorization": f"Bearer {key}"} if key else {}
-        self._http = httpx.Client(headers=headers, timeout=timeout, transport=transport)
+        # One pooled connection per request thread, never closed by the client: httpx's default
+        # pool keeps 20 idle connections and closes the surplus (and expired ones) on every
+        # pass, and with more threads than that httpcore can close a connection another thread
+        # is already sending on (encode/httpcore#1110), which then hangs until its read
+        # timeout. A server that closes an idle connection is noticed before reuse.
+        pool = (concurrency or _DEFAULT_CONCURRENCY) + _SPARE_CONNECTIONS
+        limits = httpx.Limits(
+            max_connections=pool, max_keepalive_connections=pool, keepalive_expiry=None
+        )
+        self._http = httpx.Client(
+            headers=headers, timeout=timeout, transport=transport, limits=limits
+        )
         try:
             self.model, self.server_kind = self._discover(model)
         except BaseException:
             self._http.close()  # do not leak the connection pool of a backend never returned
             raise
-        default = 32 if self.server_kind in ("vllm", "sim") else 2
+        default = _DEFAULT_CONCURRENCY if self.server_kind in ("vllm", "sim") else 2
         self.concurrency = max(1, concurrency or default)
         self._pool = ThreadPoolExecutor(self.concurrency, thread_name_prefix="duckdb-sem-openai")
         self._lock = threading.Lock()
