@@ -13,6 +13,8 @@ semantic predicate relates becomes a ``SemJoin``; the other semantic predicates 
 joins, then the ``sem_map`` s, then the predicates that read a ``sem_map`` output. A derived
 table is planned the same way on its own, below the joins: its scan, its ``sem_filter`` s, its
 ``sem_map`` s. So a person can write an order: a filter below a join, a map before a filter.
+Helpers: :mod:`.calls` binds ``sem_*`` calls, :mod:`.derived` decides which subqueries are
+planned and what they show, :mod:`.sink` builds the set-wise operators above the region.
 
 Example:
     ``SELECT sem_map('{text} topic') AS t FROM r, m WHERE r.mid = m.id AND sem_filter('{r.text} good')``
@@ -24,7 +26,6 @@ Example:
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import TypeGuard
 
 import sqlglot
 from sqlglot import exp
@@ -32,29 +33,14 @@ from sqlglot import exp
 from duckdb_sem.errors import BindError, PlanError
 from duckdb_sem.llm.request import OperatorKind
 from duckdb_sem.plan import nodes as n
+from duckdb_sem.plan.calls import SEMANTIC, is_semantic, sem_call
+from duckdb_sem.plan.derived import derived_names, derived_select, nested_subquery_error
 from duckdb_sem.plan.scope import Scope, Source
-from duckdb_sem.surface.template import parse_template
+from duckdb_sem.plan.sink import build_sink
 
 __all__ = ["SEMANTIC", "build_plan", "is_semantic"]
 
-SEMANTIC = {"sem_filter": OperatorKind.FILTER, "sem_join": OperatorKind.JOIN,
-            "sem_map": OperatorKind.MAP, "sem_agg": OperatorKind.AGG}  # fmt: skip
-
 ColumnsOf = Callable[[str], Sequence[str]]
-
-_DERIVED = (
-    "only (SELECT columns [, sem_map(...) AS name] FROM one_table [WHERE ...]) AS alias "
-    "is planned in FROM (the query runs on the UDF path)"
-)
-_NOT_IN_DERIVED = {"with_": "WITH", "joins": "a join", "group": "GROUP BY", "having": "HAVING",
-                   "distinct": "DISTINCT", "order": "ORDER BY", "limit": "LIMIT",
-                   "offset": "OFFSET", "windows": "WINDOW", "qualify": "QUALIFY",
-                   "laterals": "LATERAL", "pivots": "PIVOT", "prewhere": "PREWHERE",
-                   "sample": "SAMPLE", "into": "INTO", "locks": "FOR UPDATE"}  # fmt: skip
-
-
-def is_semantic(node: object) -> TypeGuard[exp.Anonymous]:
-    return isinstance(node, exp.Anonymous) and node.name.lower() in SEMANTIC
 
 
 def build_plan(sql: str, columns_of: ColumnsOf) -> n.Node:
@@ -116,11 +102,11 @@ class _Builder:
                 self.conditions.append(join.args["on"])
         sources = []
         for ref in refs:
-            if isinstance(ref, exp.Subquery) and alias is None:
+            if isinstance(ref, exp.Subquery):
+                if alias is not None:
+                    raise nested_subquery_error(alias)
                 sources.append(self._derived(ref, columns_of))
                 continue
-            if isinstance(ref, exp.Subquery):
-                raise PlanError(f"subquery {alias}: a nested subquery is not planned; {_DERIVED}")
             if not isinstance(ref, exp.Table) or not isinstance(ref.this, exp.Identifier):
                 raise PlanError("only tables, views and simple subqueries are planned as sources")
             name = exp.table_(ref.name, db=ref.db or None, catalog=ref.catalog or None)
@@ -137,60 +123,23 @@ class _Builder:
 
     def _derived(self, sub: exp.Subquery, columns_of: ColumnsOf) -> Source:
         """The source of a derived table; its plan is built later, by ``_region``."""
-        inner, alias = _derived_select(sub)
+        inner, alias = derived_select(sub)
         builder = _Builder(inner, columns_of, names=self.names, alias=alias)
         items = builder._select_items()
         map_attrs = {attr for attr, _ in builder.maps}
-        names: list[tuple[str, str]] = []
-        for expr, name in items:
-            assert isinstance(expr, exp.Column)  # _derived_select admits nothing else
-            if not expr.table and expr.name in map_attrs:
-                attr: str | None = expr.name
-            else:
-                path = ".".join(p.name for p in expr.parts)
-                attr = builder.scope.resolve(path, where=f"subquery {alias}")
-            assert attr is not None
-            if name.lower() in {n.lower() for n, _ in names}:
-                raise BindError(f"subquery {alias}: two columns are named {name!r}; rename one")
-            names.append((name, attr))
+        names = derived_names(items, map_attrs, builder.scope, alias)
         (table,) = builder.scope.sources
         self.derived[alias] = builder
-        return Source(table.table, alias, table.columns, names=tuple(names))
+        return Source(table.table, alias, table.columns, names=names)
 
     def _nested_maps(self) -> set[str]:
         """The ``sem_map`` outputs made inside derived tables."""
         return {attr for b in self.derived.values() for attr, _ in b.maps}
 
-    # -- semantic calls -----------------------------------------------------------------------
-    def _call(self, call: exp.Anonymous, kind: OperatorKind | None = None) -> n.SemCall:
-        name = call.name.lower()
-        args = list(call.expressions)
-        where = f"{name}(...)"
-        if not args or not isinstance(args[0], exp.Literal) or not args[0].is_string:
-            raise BindError(f"{name} needs a prompt template as its first argument")
-        template = parse_template(args[0].this)
-        rest = args[1:]
-        output_type: str | None = None
-        if name in ("sem_map", "sem_agg") and rest and _is_string(rest[-1]):
-            output_type = rest.pop().this
-        if template.is_positional:
-            fields = [_column_name(a, where) for a in rest]
-        else:
-            if rest:
-                raise BindError(f"{where}: a template with named fields takes no extra arguments")
-            fields = list(template.distinct_fields())
-            template = template.positional()
-        attrs = []
-        for f in fields:
-            attr = self.scope.resolve(f, where=f"template {args[0].this!r}")
-            assert attr is not None
-            attrs.append(attr)
-        return n.SemCall(template.source, tuple(attrs), kind or SEMANTIC[name], output_type)
-
     # -- the plan ----------------------------------------------------------------------------
     def build(self) -> n.Node:
         items = self._select_items()
-        return self._sink(self._region(), items)
+        return build_sink(self._region(), items, self.tree, self.scope)
 
     def _region(self, pushed: Sequence[n.Predicate] = ()) -> n.Node:
         """The row-wise part, as written; ``pushed``: outer predicates for a derived scan."""
@@ -207,7 +156,7 @@ class _Builder:
             if is_semantic(c):
                 if c.name.lower() not in ("sem_filter", "sem_join"):
                     raise PlanError(f"{c.name} cannot be a WHERE predicate")
-                sem_preds.append(self._call(c))
+                sem_preds.append(sem_call(c, self.scope))
                 continue
             if any(is_semantic(x) for x in c.walk()):
                 raise PlanError("a semantic call inside a WHERE expression is not planned")
@@ -225,7 +174,7 @@ class _Builder:
         early = [p for p in sem_preds if not p.reads & map_attrs]
         for call in early:
             node = n.SemFilter(node, call)
-        pending = [(attr, self._call(call)) for attr, call in self.maps]
+        pending = [(attr, sem_call(call, self.scope)) for attr, call in self.maps]
         while pending:  # in dependency order: a map reading another map's output goes above it
             ready = [(a, c) for a, c in pending if c.reads <= node.attrs]
             if not ready:
@@ -313,98 +262,6 @@ class _Builder:
                     call.replace(exp.column(attr))
         return out
 
-    def _sink(self, node: n.Node, items: list[tuple[exp.Expression, str]]) -> n.Node:
-        tree = self.tree
-        project: list[n.ProjectItem] = []
-        aggs: list[tuple[n.SemCall, str]] = []
-        for expr, name in items:
-            if is_semantic(expr) and expr.name.lower() == "sem_agg":
-                call = self._call(expr)
-                lists = []
-                for j, attr in enumerate(call.args):
-                    col = f"__sem_agg_{len(aggs)}_{j}"
-                    project.append(n.ProjectItem(f"list({n.quote(attr)})", col, frozenset({attr})))
-                    lists.append(col)
-                aggs.append(
-                    (n.SemCall(call.template, tuple(lists), call.kind, call.output_type), name)
-                )
-                continue
-            if any(is_semantic(x) for x in expr.walk()):
-                raise PlanError("sem_filter, sem_join and nested sem_agg are not planned in SELECT")
-            sql, reads = self.scope.rewrite(expr, where="SELECT")
-            project.append(n.ProjectItem(sql, name, reads))
-        group = tree.args.get("group")
-        having = tree.args.get("having")
-        has_agg = bool(aggs) or any(isinstance(x, exp.AggFunc) for e, _ in items for x in e.walk())
-        if group is not None or having is not None or has_agg:
-            keys, reads = self._clause(group.expressions if group is not None else [], "GROUP BY")
-            having_sql = self._clause([having.this], "HAVING")[0][0] if having is not None else None
-            node = n.Aggregate(node, tuple(keys), having_sql, reads)
-        node = n.Project(node, tuple(project), distinct=bool(tree.args.get("distinct")))
-        order = tree.args.get("order")
-        if order is not None:
-            for key in order.expressions:
-                if any(
-                    c.name.lower() in {name.lower() for _, name in aggs}
-                    for c in key.find_all(exp.Column)
-                ):
-                    raise PlanError("ORDER BY a sem_agg result is not planned")
-            node = n.Sort(node, tuple(self._clause(order.expressions, "ORDER BY")[0]))
-        limit, offset = tree.args.get("limit"), tree.args.get("offset")
-        if limit is not None or offset is not None:
-            node = n.Limit(node, _int(limit), _int(offset) or 0)
-        for call, name in aggs:
-            node = n.SemAgg(node, call, name)
-        return node
-
-    def _clause(self, exprs: list[exp.Expression], where: str) -> tuple[list[str], frozenset[str]]:
-        out, reads = [], frozenset[str]()
-        for e in exprs:
-            if any(is_semantic(x) for x in e.walk()):
-                raise PlanError(f"a semantic call in {where} is not planned")
-            sql, r = self.scope.rewrite(e, where=where, aliases=True)
-            out.append(sql)
-            reads |= r
-        return out, reads
-
-
-def _derived_select(sub: exp.Subquery) -> tuple[exp.Select, str]:
-    """The SELECT of a derived table and its alias; PlanError for what is not planned."""
-    inner, alias = sub.this, sub.alias
-    if not alias:
-        raise PlanError("a subquery in FROM needs an alias (AS name) to be planned")
-    if not isinstance(inner, exp.Select):
-        raise PlanError(f"subquery {alias}: {inner.key.upper()} is not planned; {_DERIVED}")
-    table_alias = sub.args.get("alias")
-    if isinstance(table_alias, exp.TableAlias) and table_alias.columns:
-        raise PlanError(f"subquery {alias}: name its columns in its select list, not {alias}(...)")
-    for key in ("order", "limit", "offset", "pivots", "sample"):
-        if sub.args.get(key):
-            raise PlanError(f"subquery {alias}: {key.upper()} is not planned; {_DERIVED}")
-    for key, what in _NOT_IN_DERIVED.items():
-        if inner.args.get(key):
-            raise PlanError(f"subquery {alias}: {what} is not planned; {_DERIVED}")
-    for node in inner.walk():
-        if isinstance(node, exp.AggFunc | exp.Window):
-            raise PlanError(f"subquery {alias}: aggregates and window functions are not planned")
-        if node is not inner and isinstance(node, exp.Subquery | exp.Select):
-            raise PlanError(f"subquery {alias}: a nested subquery is not planned; {_DERIVED}")
-        if is_semantic(node) and node.name.lower() == "sem_agg":
-            raise PlanError(f"subquery {alias}: sem_agg is not planned; {_DERIVED}")
-    for item in inner.expressions:
-        body = item.this if isinstance(item, exp.Alias) else item
-        if isinstance(item, exp.Star | exp.Column):
-            continue
-        if isinstance(item, exp.Alias) and (
-            isinstance(body, exp.Column) or (is_semantic(body) and body.name.lower() == "sem_map")
-        ):
-            continue
-        raise PlanError(
-            f"subquery {alias}: {item.sql(dialect='duckdb')} is not planned in its select list "
-            "(columns, and sem_map(...) AS name); the query runs on the UDF path"
-        )
-    return inner, alias
-
 
 def _conjuncts(node: exp.Expr) -> list[exp.Expr]:
     if isinstance(node, exp.And):
@@ -420,22 +277,3 @@ def _relates(reads: frozenset[str], left: frozenset[str], right: frozenset[str])
 
 def _union(preds: Sequence[n.Predicate]) -> frozenset[str]:
     return frozenset().union(*(p.reads for p in preds))
-
-
-def _is_string(node: exp.Expression) -> bool:
-    return isinstance(node, exp.Literal) and node.is_string
-
-
-def _column_name(node: exp.Expression, where: str) -> str:
-    if not isinstance(node, exp.Column) or isinstance(node.this, exp.Star):
-        raise PlanError(f"{where}: only plain columns are planned as arguments")
-    return ".".join(p.name for p in node.parts)
-
-
-def _int(node: exp.Expression | None) -> int | None:
-    if node is None:
-        return None
-    value = node.expression if isinstance(node, exp.Limit | exp.Offset) else node
-    if not isinstance(value, exp.Literal) or value.is_string:
-        raise PlanError("LIMIT and OFFSET must be integer literals to be planned")
-    return int(value.this)

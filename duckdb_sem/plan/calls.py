@@ -1,0 +1,68 @@
+"""Semantic calls in SQL: recognising ``sem_*`` calls and binding one into a ``SemCall``.
+
+A call's first argument is its prompt template; named fields (``{text}``, ``{r.text}``) or
+positional ones with plain column arguments (``'{0} and {1}', a, b``) are resolved against the
+query's :class:`~duckdb_sem.plan.scope.Scope` into attributes; ``sem_map`` and ``sem_agg`` may
+end with a string naming their output type.
+
+Example: ``sem_map('{r.text} in five words', 'VARCHAR')`` over a source ``r`` binds to
+``SemCall('{0} in five words', ('r.text',), OperatorKind.MAP, 'VARCHAR')``.
+"""
+
+from __future__ import annotations
+
+from typing import TypeGuard
+
+from sqlglot import exp
+
+from duckdb_sem.errors import BindError, PlanError
+from duckdb_sem.llm.request import OperatorKind
+from duckdb_sem.plan import nodes as n
+from duckdb_sem.plan.scope import Scope
+from duckdb_sem.surface.template import parse_template
+
+__all__ = ["SEMANTIC", "is_semantic", "sem_call"]
+
+SEMANTIC = {"sem_filter": OperatorKind.FILTER, "sem_join": OperatorKind.JOIN,
+            "sem_map": OperatorKind.MAP, "sem_agg": OperatorKind.AGG}  # fmt: skip
+
+
+def is_semantic(node: object) -> TypeGuard[exp.Anonymous]:
+    return isinstance(node, exp.Anonymous) and node.name.lower() in SEMANTIC
+
+
+def sem_call(call: exp.Anonymous, scope: Scope, kind: OperatorKind | None = None) -> n.SemCall:
+    """The bound call; ``kind`` overrides the operator its name implies."""
+    name = call.name.lower()
+    args = list(call.expressions)
+    where = f"{name}(...)"
+    if not args or not isinstance(args[0], exp.Literal) or not args[0].is_string:
+        raise BindError(f"{name} needs a prompt template as its first argument")
+    template = parse_template(args[0].this)
+    rest = args[1:]
+    output_type: str | None = None
+    if name in ("sem_map", "sem_agg") and rest and _is_string(rest[-1]):
+        output_type = rest.pop().this
+    if template.is_positional:
+        fields = [_column_name(a, where) for a in rest]
+    else:
+        if rest:
+            raise BindError(f"{where}: a template with named fields takes no extra arguments")
+        fields = list(template.distinct_fields())
+        template = template.positional()
+    attrs = []
+    for f in fields:
+        attr = scope.resolve(f, where=f"template {args[0].this!r}")
+        assert attr is not None
+        attrs.append(attr)
+    return n.SemCall(template.source, tuple(attrs), kind or SEMANTIC[name], output_type)
+
+
+def _is_string(node: exp.Expression) -> bool:
+    return isinstance(node, exp.Literal) and node.is_string
+
+
+def _column_name(node: exp.Expression, where: str) -> str:
+    if not isinstance(node, exp.Column) or isinstance(node.this, exp.Star):
+        raise PlanError(f"{where}: only plain columns are planned as arguments")
+    return ".".join(p.name for p in node.parts)
