@@ -10,6 +10,10 @@ with each other and with inner joins; set-wise operators (``Aggregate``, ``Proje
 ``DISTINCT``, ``Sort``, ``Limit``, ``SemAgg``) never move. Constructors validate invariants, so
 an ill-formed plan cannot be built.
 
+This module holds the scan, the row-wise operators and the joins, and re-exports the rest:
+the base classes (:mod:`.base`), the set-wise sink (:mod:`.setwise`) and what nodes hold
+(:mod:`.expressions`: predicates, semantic calls, projection items).
+
 Example:
     >>> scan = Scan("reviews", "r", ("id", "text"))
     >>> SemFilter(scan, SemCall("{0} is positive", ("r.text",))).reads
@@ -18,14 +22,14 @@ Example:
 
 from __future__ import annotations
 
-import dataclasses
-from collections.abc import Iterator
 from dataclasses import dataclass
-from functools import cached_property
 from typing import ClassVar
 
 from duckdb_sem.errors import PlanError
 from duckdb_sem.llm.request import OperatorKind
+from duckdb_sem.plan.base import Binary, Node, Unary
+from duckdb_sem.plan.expressions import Predicate, ProjectItem, SemCall, quote
+from duckdb_sem.plan.setwise import Aggregate, Limit, Project, SemAgg, Sort
 
 __all__ = [
     "Aggregate",
@@ -45,95 +49,6 @@ __all__ = [
     "Sort",
     "quote",
 ]
-
-
-def quote(attr: str) -> str:
-    """The SQL identifier of an attribute: ``r.text`` -> ``"r.text"``."""
-    return '"' + attr.replace('"', '""') + '"'
-
-
-@dataclass(frozen=True)
-class Predicate:
-    """A relational boolean SQL expression over quoted attributes."""
-
-    sql: str
-    reads: frozenset[str]
-
-    def __post_init__(self) -> None:
-        if not self.sql.strip():
-            raise PlanError("empty predicate")
-
-
-@dataclass(frozen=True)
-class SemCall:
-    """A semantic call in positional form: ``template`` uses ``{0}``, ``{1}`` over ``args``."""
-
-    template: str
-    args: tuple[str, ...]
-    kind: OperatorKind = OperatorKind.FILTER
-    output_type: str | None = None
-
-    def __post_init__(self) -> None:
-        if not self.template.strip():
-            raise PlanError("empty semantic template")
-        for i in range(len(self.args)):
-            if "{" + str(i) + "}" not in self.template:
-                raise PlanError(f"template {self.template!r} does not use argument {{{i}}}")
-
-    @property
-    def reads(self) -> frozenset[str]:
-        return frozenset(self.args)
-
-    def sql(self) -> str:
-        name = "sem_" + self.kind.value
-        parts = [repr(self.template), *self.args]
-        if self.output_type:
-            parts.append(repr(self.output_type))
-        return f"{name}({', '.join(parts)})"
-
-
-@dataclass(frozen=True)
-class Node:
-    """Base of every plan node."""
-
-    row_wise: ClassVar[bool] = False
-    semantic: ClassVar[bool] = False
-
-    @property
-    def children(self) -> tuple[Node, ...]:
-        return ()
-
-    @property
-    def reads(self) -> frozenset[str]:
-        return frozenset()
-
-    @property
-    def produces(self) -> frozenset[str]:
-        return frozenset()
-
-    @cached_property
-    def attrs(self) -> frozenset[str]:
-        out: frozenset[str] = frozenset().union(*(c.attrs for c in self.children))
-        return out | self.produces
-
-    def with_children(self, *children: Node) -> Node:
-        raise PlanError(f"{type(self).__name__} has no children")
-
-    def label(self) -> str:
-        return type(self).__name__
-
-    def walk(self) -> Iterator[Node]:
-        """Pre-order traversal."""
-        yield self
-        for child in self.children:
-            yield from child.walk()
-
-    def _check_reads(self) -> None:
-        missing = self.reads - frozenset().union(*(c.attrs for c in self.children))
-        if missing:
-            raise PlanError(
-                f"{type(self).__name__} reads {sorted(missing)}, which its input does not have"
-            )
 
 
 @dataclass(frozen=True)
@@ -161,20 +76,7 @@ class Scan(Node):
 
 
 @dataclass(frozen=True)
-class _Unary(Node):
-    child: Node
-
-    @property
-    def children(self) -> tuple[Node, ...]:
-        return (self.child,)
-
-    def with_children(self, *children: Node) -> Node:
-        (child,) = children
-        return dataclasses.replace(self, child=child)
-
-
-@dataclass(frozen=True)
-class Filter(_Unary):
+class Filter(Unary):
     predicate: Predicate
     row_wise: ClassVar[bool] = True
 
@@ -190,7 +92,7 @@ class Filter(_Unary):
 
 
 @dataclass(frozen=True)
-class SemFilter(_Unary):
+class SemFilter(Unary):
     call: SemCall
     row_wise: ClassVar[bool] = True
     semantic: ClassVar[bool] = True
@@ -209,7 +111,7 @@ class SemFilter(_Unary):
 
 
 @dataclass(frozen=True)
-class SemMap(_Unary):
+class SemMap(Unary):
     call: SemCall
     output: str
     row_wise: ClassVar[bool] = True
@@ -235,28 +137,7 @@ class SemMap(_Unary):
 
 
 @dataclass(frozen=True)
-class _Binary(Node):
-    left: Node
-    right: Node
-
-    @property
-    def children(self) -> tuple[Node, ...]:
-        return (self.left, self.right)
-
-    def with_children(self, *children: Node) -> Node:
-        left, right = children
-        return dataclasses.replace(self, left=left, right=right)
-
-    def _check_sides(self) -> None:
-        if self.left.attrs & self.right.attrs:
-            raise PlanError(
-                f"join sides share attributes {sorted(self.left.attrs & self.right.attrs)}"
-            )
-        self._check_reads()
-
-
-@dataclass(frozen=True)
-class Join(_Binary):
+class Join(Binary):
     """An inner join (a cross join when ``condition`` is None)."""
 
     condition: Predicate | None = None
@@ -273,7 +154,7 @@ class Join(_Binary):
 
 
 @dataclass(frozen=True)
-class SemJoin(_Binary):
+class SemJoin(Binary):
     """Pairs of rows (optionally prefiltered by a relational ``condition``) kept by an LLM."""
 
     call: SemCall
@@ -293,100 +174,3 @@ class SemJoin(_Binary):
     def label(self) -> str:
         on = f" ON {self.condition.sql}" if self.condition else ""
         return f"SemJoin {self.call.sql()}{on}"
-
-
-@dataclass(frozen=True)
-class Aggregate(_Unary):
-    """GROUP BY ``keys`` (SQL over attributes or select aliases) with an optional HAVING."""
-
-    keys: tuple[str, ...]
-    having: str | None = None
-    key_reads: frozenset[str] = frozenset()
-
-    @property
-    def reads(self) -> frozenset[str]:
-        return self.key_reads
-
-    def label(self) -> str:
-        having = f" HAVING {self.having}" if self.having else ""
-        return f"Aggregate BY {', '.join(self.keys) or '()'}{having}"
-
-
-@dataclass(frozen=True)
-class ProjectItem:
-    sql: str
-    name: str
-    reads: frozenset[str] = frozenset()
-
-
-@dataclass(frozen=True)
-class Project(_Unary):
-    items: tuple[ProjectItem, ...]
-    distinct: bool = False
-
-    def __post_init__(self) -> None:
-        if not self.items:
-            raise PlanError("a projection needs at least one item")
-
-    @property
-    def reads(self) -> frozenset[str]:
-        return frozenset().union(*(i.reads for i in self.items))
-
-    @cached_property
-    def attrs(self) -> frozenset[str]:
-        return frozenset(i.name for i in self.items)
-
-    def label(self) -> str:
-        head = "Project DISTINCT" if self.distinct else "Project"
-        return f"{head} {', '.join(i.sql if i.sql == quote(i.name) else f'{i.sql} AS {i.name}' for i in self.items)}"
-
-
-@dataclass(frozen=True)
-class Sort(_Unary):
-    keys: tuple[str, ...]
-
-    def label(self) -> str:
-        return f"Sort {', '.join(self.keys)}"
-
-
-@dataclass(frozen=True)
-class Limit(_Unary):
-    limit: int | None
-    offset: int = 0
-
-    def __post_init__(self) -> None:
-        if (self.limit is not None and self.limit < 0) or self.offset < 0:
-            raise PlanError("LIMIT and OFFSET must not be negative")
-
-    def label(self) -> str:
-        off = f" OFFSET {self.offset}" if self.offset else ""
-        return f"Limit {self.limit if self.limit is not None else 'ALL'}{off}"
-
-
-@dataclass(frozen=True)
-class SemAgg(_Unary):
-    """``sem_agg`` over each group: ``call.args`` are list columns made by the projection below."""
-
-    call: SemCall
-    output: str
-    semantic: ClassVar[bool] = True
-
-    def __post_init__(self) -> None:
-        if self.call.kind is not OperatorKind.AGG:
-            raise PlanError("SemAgg needs an agg call")
-        self._check_reads()
-
-    @property
-    def reads(self) -> frozenset[str]:
-        return self.call.reads
-
-    @property
-    def produces(self) -> frozenset[str]:
-        return frozenset({self.output})
-
-    @cached_property
-    def attrs(self) -> frozenset[str]:
-        return (self.child.attrs - self.call.reads) | {self.output}
-
-    def label(self) -> str:
-        return f"SemAgg {self.output} := {self.call.sql()}"
