@@ -17,15 +17,14 @@ default its table name; ``.set_alias()`` renames), ``{gist}`` (a ``sem_map`` out
 from __future__ import annotations
 
 import dataclasses
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import duckdb
 import sqlglot
 from sqlglot import exp
 
-from duckdb_sem.errors import AmbiguousColumnError, BindError, UnknownColumnError
-from duckdb_sem.surface.template import parse_template
+from duckdb_sem.errors import BindError, UnknownColumnError
+from duckdb_sem.relation_chain import Chain, ChainSource, quote_name
 
 if TYPE_CHECKING:
     from duckdb_sem.connection import SemConnection
@@ -35,92 +34,6 @@ __all__ = ["SemRelation"]
 _TRANSLATED = {"fetchall", "fetchone", "fetchmany", "arrow", "df", "fetchdf", "pl", "fetchnumpy",
                "fetch_arrow_table", "to_arrow_table", "to_arrow_reader", "show", "execute",
                "write_csv", "write_parquet", "to_df", "create", "insert"}  # fmt: skip
-_SIDES = {"l": 0, "left": 0, "r": 1, "right": 1}
-
-
-def _q(name: str) -> str:
-    return '"' + name.replace('"', '""') + '"'
-
-
-@dataclass(frozen=True)
-class _Source:
-    ref: str  # SQL of a table, view or registered name
-    alias: str
-    columns: tuple[str, ...]
-
-
-@dataclass(frozen=True)
-class _Chain:
-    """One flat SELECT under construction."""
-
-    sources: tuple[_Source, ...]
-    where: tuple[str, ...] = ()
-    maps: tuple[tuple[str, str], ...] = ()  # (output name, call SQL)
-
-    def outputs(self) -> list[tuple[str, str, _Source | None, str]]:
-        """(output name, SQL expression, source, source column) of every output column."""
-        out: list[tuple[str, str, _Source | None, str]] = []
-        taken: set[str] = set()
-        for src in self.sources:
-            for col in src.columns:
-                name, n = col, 0
-                while name.lower() in taken:
-                    n += 1
-                    name = f"{col}_{n}"
-                taken.add(name.lower())
-                out.append((name, f"{_q(src.alias)}.{_q(col)}", src, col))
-        out += [(name, _q(name), None, name) for name, _ in self.maps]
-        return out
-
-    def sql(self) -> str:
-        if len(self.sources) == 1:
-            items = [f"{_q(self.sources[0].alias)}.*"]
-        else:
-            items = [f"{e} AS {_q(n)}" for n, e, src, _ in self.outputs() if src is not None]
-        items += [f"{call} AS {_q(name)}" for name, call in self.maps]
-        return f"SELECT {', '.join(items)} {self.from_where()}"
-
-    def from_where(self) -> str:
-        froms = " CROSS JOIN ".join(f"{s.ref} AS {_q(s.alias)}" for s in self.sources)
-        return f"FROM {froms}" + (" WHERE " + " AND ".join(self.where) if self.where else "")
-
-    def call(self, fn: str, template: str, sides: dict[int, tuple[str, ...]] | None = None,
-             extra: str = "") -> str:  # fmt: skip
-        """``fn('{0} ...', cols...)``: the template's fields bound to this chain's columns."""
-        parsed = parse_template(template)
-        if parsed.is_positional:
-            raise BindError(f"{fn}: name columns in the template, e.g. '{{text}}': {template!r}")
-        outputs = self.outputs()
-        args = []
-        for field in parsed.distinct_fields():
-            qualifier, _, column = field.rpartition(".")
-            qualifier, column = qualifier.strip('"').lower(), column.strip('"').lower()
-            if qualifier and sides is not None and qualifier in _SIDES:
-                aliases = {a.lower() for a in sides[_SIDES[qualifier]]}
-            else:
-                aliases = {qualifier} if qualifier else set()
-            if aliases and not any(s.alias.lower() in aliases for s in self.sources):
-                have = ", ".join(s.alias for s in self.sources)
-                raise UnknownColumnError(
-                    f"{fn} {template!r}: no source {qualifier!r} (have {have})"
-                )
-            hits = [o for o in outputs if not aliases and o[0].lower() == column]
-            if not hits:
-                hits = [o for o in outputs if o[2] is not None and o[3].lower() == column
-                        and (not aliases or o[2].alias.lower() in aliases)]  # fmt: skip
-            if not hits:
-                known = ", ".join(o[0] for o in outputs)
-                raise UnknownColumnError(
-                    f"{fn} {template!r}: unknown column {{{field}}}; have {known}"
-                )
-            if len(hits) > 1:
-                options = " or ".join(f"{{{o[2].alias}.{o[3]}}}" for o in hits if o[2])
-                raise AmbiguousColumnError(
-                    f"{fn} {template!r}: {{{field}}} is ambiguous; write {options}"
-                )
-            args.append(hits[0][1])
-        literal = exp.Literal.string(parsed.positional().source).sql(dialect="duckdb")
-        return f"{fn}({', '.join([literal, *args])}{extra})"
 
 
 class SemRelation:
@@ -131,7 +44,7 @@ class SemRelation:
         relation: duckdb.DuckDBPyRelation | None,
         owner: SemConnection,
         *,
-        chain: _Chain | None = None,
+        chain: Chain | None = None,
         sql: str | None = None,
         keep: tuple[object, ...] | object = (),
     ) -> None:
@@ -153,8 +66,8 @@ class SemRelation:
             columns = owner.duckdb.execute(f"SELECT * FROM {ref} LIMIT 0").description or []
         except (duckdb.Error, sqlglot.errors.SqlglotError) as err:  # bad name, missing table
             raise BindError(f"unknown table {name!r}: {err}") from None
-        source = _Source(ref, table.name, tuple(d[0] for d in columns))
-        return cls(None, owner, chain=_Chain((source,)), keep=keep)
+        source = ChainSource(ref, table.name, tuple(d[0] for d in columns))
+        return cls(None, owner, chain=Chain((source,)), keep=keep)
 
     @classmethod
     def of_object(cls, owner: SemConnection, obj: object, alias: str = "df") -> SemRelation:
@@ -163,7 +76,7 @@ class SemRelation:
         keep = owner._sources.hold({name: obj})
         return cls.of_table(owner, name)._with(keep=keep).set_alias(alias)
 
-    def _with(self, *, chain: _Chain | None = None, keep: object = None) -> SemRelation:
+    def _with(self, *, chain: Chain | None = None, keep: object = None) -> SemRelation:
         """A new relation with ``chain`` (not yet run) or, keeping this one's, more ``keep``."""
         if chain is None:
             rel = SemRelation(self._rel, self._owner, chain=self._chain, sql=self._sql)
@@ -172,14 +85,14 @@ class SemRelation:
         rel._keep = (self._keep, keep)
         return rel
 
-    def _open_chain(self) -> _Chain:
+    def _open_chain(self) -> Chain:
         """This relation as an open chain: itself, or a new one reading it as a source."""
         if self._chain is not None:
             return self._chain
         name = self._owner._sources.unique_name("rel")
         self._keep = (self._keep, self._owner._sources.hold({name: self.relation}))
         columns = tuple(self.relation.columns)
-        return _Chain((_Source(_q(name), "rel", columns),))
+        return Chain((ChainSource(quote_name(name), "rel", columns),))
 
     # -- semantic operators --------------------------------------------------------------------
     def sem_filter(self, template: str) -> SemRelation:
@@ -208,7 +121,7 @@ class SemRelation:
             raise BindError(
                 f"sem_join: both sides are named {sorted(clash)}; rename one with .set_alias('x')"
             )
-        chain = _Chain(left_chain.sources + right_chain.sources,
+        chain = Chain(left_chain.sources + right_chain.sources,
                        left_chain.where + right_chain.where, left_chain.maps + right_chain.maps)  # fmt: skip
         sides = {0: tuple(s.alias for s in left_chain.sources),
                  1: tuple(s.alias for s in right_chain.sources)}  # fmt: skip
@@ -223,8 +136,8 @@ class SemRelation:
         """One ``sem_agg`` answer per group of ``by`` (one row without)."""
         chain = self._open_chain()
         if chain.maps:  # the aggregate reads the map outputs: aggregate the chain as a subquery
-            inner = _Source(f"({chain.sql()})", "sem_in", tuple(o[0] for o in chain.outputs()))
-            chain = _Chain((inner,))
+            inner = ChainSource(f"({chain.sql()})", "sem_in", tuple(o[0] for o in chain.outputs()))
+            chain = Chain((inner,))
         outputs = {o[0].lower(): o for o in chain.outputs()}
         keys = []
         for key in by:
@@ -233,8 +146,8 @@ class SemRelation:
                     f"sem_agg: unknown group column {key!r}; have {', '.join(outputs)}"
                 )
             keys.append(outputs[key.lower()])
-        items = [f"{o[1]} AS {_q(o[0])}" for o in keys] + [
-            f"{chain.call('sem_agg', template)} AS {_q(name)}"
+        items = [f"{o[1]} AS {quote_name(o[0])}" for o in keys] + [
+            f"{chain.call('sem_agg', template)} AS {quote_name(name)}"
         ]
         query = f"SELECT {', '.join(items)} {chain.from_where()}"
         if keys:
@@ -266,7 +179,7 @@ class SemRelation:
             return self._sql
         name = self._owner._sources.unique_name("rel")
         self._keep = (self._keep, self._owner._sources.hold({name: self.relation}))
-        return f"SELECT * FROM {_q(name)}"
+        return f"SELECT * FROM {quote_name(name)}"
 
     @property
     def relation(self) -> duckdb.DuckDBPyRelation:
@@ -288,7 +201,7 @@ class SemRelation:
         chain = self._open_chain()
         if len(chain.sources) != 1 or chain.where or chain.maps:
             return self._rewrap(self.relation.set_alias(alias))
-        return self._with(chain=_Chain((dataclasses.replace(chain.sources[0], alias=alias),)))
+        return self._with(chain=Chain((dataclasses.replace(chain.sources[0], alias=alias),)))
 
     def _wrap(self, value: Any) -> Any:
         if isinstance(value, duckdb.DuckDBPyRelation):

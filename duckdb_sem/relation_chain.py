@@ -1,0 +1,113 @@
+"""The query a ``SemRelation`` chain builds: one flat SELECT over its sources.
+
+A :class:`Chain` is immutable: its sources (a table, view or registered name, each under an
+alias), the WHERE conjuncts, and the ``sem_map`` items, each new one appended by a relation
+method. :meth:`Chain.call` binds a template's named fields to the chain's columns and writes
+the call in explicit positional form; columns two sources share are renamed ``col_1`` ...
+
+Example: a chain over ``reviews`` with ``sem_filter('{text} is positive')`` writes::
+
+    SELECT "reviews".* FROM reviews AS "reviews"
+    WHERE sem_filter('{0} is positive', "reviews"."text")
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from sqlglot import exp
+
+from duckdb_sem.errors import AmbiguousColumnError, BindError, UnknownColumnError
+from duckdb_sem.surface.template import parse_template
+
+__all__ = ["Chain", "ChainSource", "quote_name"]
+
+_SIDES = {"l": 0, "left": 0, "r": 1, "right": 1}
+
+
+def quote_name(name: str) -> str:
+    """The name as a quoted SQL identifier (inner quotes doubled)."""
+    return '"' + name.replace('"', '""') + '"'
+
+
+@dataclass(frozen=True)
+class ChainSource:
+    ref: str  # SQL of a table, view or registered name
+    alias: str
+    columns: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class Chain:
+    """One flat SELECT under construction."""
+
+    sources: tuple[ChainSource, ...]
+    where: tuple[str, ...] = ()
+    maps: tuple[tuple[str, str], ...] = ()  # (output name, call SQL)
+
+    def outputs(self) -> list[tuple[str, str, ChainSource | None, str]]:
+        """(output name, SQL expression, source, source column) of every output column."""
+        out: list[tuple[str, str, ChainSource | None, str]] = []
+        taken: set[str] = set()
+        for src in self.sources:
+            for col in src.columns:
+                name, n = col, 0
+                while name.lower() in taken:
+                    n += 1
+                    name = f"{col}_{n}"
+                taken.add(name.lower())
+                out.append((name, f"{quote_name(src.alias)}.{quote_name(col)}", src, col))
+        out += [(name, quote_name(name), None, name) for name, _ in self.maps]
+        return out
+
+    def sql(self) -> str:
+        if len(self.sources) == 1:
+            items = [f"{quote_name(self.sources[0].alias)}.*"]
+        else:
+            items = [
+                f"{e} AS {quote_name(n)}" for n, e, src, _ in self.outputs() if src is not None
+            ]
+        items += [f"{call} AS {quote_name(name)}" for name, call in self.maps]
+        return f"SELECT {', '.join(items)} {self.from_where()}"
+
+    def from_where(self) -> str:
+        froms = " CROSS JOIN ".join(f"{s.ref} AS {quote_name(s.alias)}" for s in self.sources)
+        return f"FROM {froms}" + (" WHERE " + " AND ".join(self.where) if self.where else "")
+
+    def call(self, fn: str, template: str, sides: dict[int, tuple[str, ...]] | None = None,
+             extra: str = "") -> str:  # fmt: skip
+        """``fn('{0} ...', cols...)``: the template's fields bound to this chain's columns."""
+        parsed = parse_template(template)
+        if parsed.is_positional:
+            raise BindError(f"{fn}: name columns in the template, e.g. '{{text}}': {template!r}")
+        outputs = self.outputs()
+        args = []
+        for field in parsed.distinct_fields():
+            qualifier, _, column = field.rpartition(".")
+            qualifier, column = qualifier.strip('"').lower(), column.strip('"').lower()
+            if qualifier and sides is not None and qualifier in _SIDES:
+                aliases = {a.lower() for a in sides[_SIDES[qualifier]]}
+            else:
+                aliases = {qualifier} if qualifier else set()
+            if aliases and not any(s.alias.lower() in aliases for s in self.sources):
+                have = ", ".join(s.alias for s in self.sources)
+                raise UnknownColumnError(
+                    f"{fn} {template!r}: no source {qualifier!r} (have {have})"
+                )
+            hits = [o for o in outputs if not aliases and o[0].lower() == column]
+            if not hits:
+                hits = [o for o in outputs if o[2] is not None and o[3].lower() == column
+                        and (not aliases or o[2].alias.lower() in aliases)]  # fmt: skip
+            if not hits:
+                known = ", ".join(o[0] for o in outputs)
+                raise UnknownColumnError(
+                    f"{fn} {template!r}: unknown column {{{field}}}; have {known}"
+                )
+            if len(hits) > 1:
+                options = " or ".join(f"{{{o[2].alias}.{o[3]}}}" for o in hits if o[2])
+                raise AmbiguousColumnError(
+                    f"{fn} {template!r}: {{{field}}} is ambiguous; write {options}"
+                )
+            args.append(hits[0][1])
+        literal = exp.Literal.string(parsed.positional().source).sql(dialect="duckdb")
+        return f"{fn}({', '.join([literal, *args])}{extra})"
