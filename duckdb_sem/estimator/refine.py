@@ -11,9 +11,11 @@ Beta posterior of the selectivity from the observed rows. Before a batch:
   that regime has not drifted, no sample is needed (:meth:`Refiner.needs_sample`);
 - otherwise the small model samples the batch, and the sample picks the regime it is
   consistent with (within a ``z``-sigma band widened by the small model's error), or, when none
-  is, stands alone (blended with the running store, as before any regime exists);
+  is, stands alone (blended with the running store only before any regime exists);
 - after the batch, its outcome updates the regime it was estimated from; an outcome outside
-  the band opens a new regime and marks the operator stale (the next batch is sampled).
+  the band opens a new regime and marks the operator stale (the next batch is sampled);
+- every sampled batch also pairs the small model's selectivity with the target's observed
+  one, and later samples are read through the calibration fitted on those pairs.
 
 Selectivities observed for an operator placed after others are conditional on those passing
 them; they are used as the operator's selectivity in every plan (exact when the predicates are
@@ -38,7 +40,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from duckdb_sem.estimator.stats import StatsStore
 from duckdb_sem.optimizer.cost import Statistics
@@ -88,6 +90,45 @@ class _Regime:
         return self.yes + self.no
 
 
+@dataclass(slots=True)
+class _Calibration:
+    """What the target says, given what the small model said: ``o ≈ a + b·s`` over pairs of
+    (the small model's sampled selectivity, the target's observed one) on the same batches,
+    least squares with a ridge toward the identity (``a = 0, b = 1``) of strength ``ridge``.
+
+    A small model that errs symmetrically on a share ``e`` of rows reports ``e + (1-2e)·p``
+    for a true ``p`` (10% becomes 18% at ``e = 0.1``): the ridge keeps its samples as they are
+    until the pairs show such a bias."""
+
+    ridge: float
+    w: float = 0.0
+    s: float = 0.0
+    o: float = 0.0
+    ss: float = 0.0
+    so: float = 0.0
+
+    def add(self, sampled: float, observed: float) -> None:
+        self.w += 1.0
+        self.s += sampled
+        self.o += observed
+        self.ss += sampled * sampled
+        self.so += sampled * observed
+
+    def __call__(self, sampled: float) -> float:
+        if not self.w:
+            return sampled
+        lam = self.ridge
+        # normal equations of  sum (o - a - b s)^2 + lam (a^2 + (b - 1)^2)
+        m11, m12, m22 = self.w + lam, self.s, self.ss + lam
+        r1, r2 = self.o, self.so + lam
+        det = m11 * m22 - m12 * m12
+        if det <= 1e-12:
+            return sampled
+        a = (r1 * m22 - m12 * r2) / det
+        b = (m11 * r2 - m12 * r1) / det
+        return min(1.0, max(0.0, a + b * sampled))
+
+
 class Refiner:
     """Per-batch estimates from observed outcomes, with the estimator's sample as a selector."""
 
@@ -101,6 +142,7 @@ class Refiner:
         slm_error: float = 0.1,
         memory: float = 0.9,
         max_regimes: int = 8,
+        calibration_ridge: float = 0.1,
     ) -> None:
         self.store = store
         self.prior_weight = prior_weight
@@ -113,7 +155,9 @@ class Refiner:
         self._overhead: dict[str, tuple[float, float]] = {}
         self._counted: dict[str, float] = {}  # counted prompt tokens per row, last estimate
         self._regimes: dict[str, list[_Regime]] = {}
-        self._pending: dict[str, tuple[int, float]] = {}  # regime used for the running batch
+        # per running batch: (regime used, counted tokens, the small model's raw selectivity)
+        self._pending: dict[str, tuple[int, float, float | None]] = {}
+        self.calibration = _Calibration(calibration_ridge)  # small model -> target
         self._stale: set[str] = set()
 
     # -- which operators need the small model on this batch -------------------------------
@@ -149,10 +193,13 @@ class Refiner:
             return None if prior is None else prior.statistics()
         self._counted[signature] = sample.prompt_tokens_per_row
         prompt = max(1.0, sample.prompt_tokens_per_row + self.overhead(signature))
+        raw: float | None = None
         if sample.rows_measured > 0:
             self._stale.discard(signature)
+            raw = sample.selectivity
+            sample = replace(sample, selectivity=self.calibration(raw))
         at = self._match(signature, sample)
-        self._pending[signature] = (at, sample.prompt_tokens_per_row)
+        self._pending[signature] = (at, sample.prompt_tokens_per_row, raw)
         if at >= 0:
             r = self._regimes[signature][at]
             yes, no = r.yes + 1, r.no + 1
@@ -161,7 +208,9 @@ class Refiner:
                 yes, no = yes + w * sample.selectivity, no + w * (1 - sample.selectivity)
             return Statistics(yes / (yes + no), prompt, r.completion,
                               int(r.rows) + sample.rows_measured)  # fmt: skip
-        if prior is None:
+        if prior is None or (sample.rows_measured > 0 and self._regimes.get(signature)):
+            # nothing seen yet, or a batch unlike every regime seen (by its tokens or its
+            # sample): the past says nothing about it, the sample stands alone
             return Statistics(sample.selectivity, prompt, sample.completion_tokens_per_row,
                               sample.rows_measured)  # fmt: skip
         s, k = float(sample.rows_measured), self.prior_weight
@@ -197,7 +246,9 @@ class Refiner:
         pending = self._pending.pop(obs.signature, None)
         if pending is None or obs.rows_in <= 0:
             return
-        at, counted_now = pending
+        at, counted_now, raw = pending
+        if raw is not None and not (raw == 1.0 and obs.rows_out == obs.rows_in):
+            self.calibration.add(raw, obs.rows_out / obs.rows_in)  # (a map passes every row)
         regimes = self._regimes.setdefault(obs.signature, [])
         yes, no = float(obs.rows_out), float(obs.rows_in - obs.rows_out)
         completion = obs.completion_tokens / obs.rows_in

@@ -69,6 +69,27 @@ def test_refiner_learns_the_targets_per_request_tokens_as_an_offset_not_a_ratio(
     assert refiner.overhead("unseen") == 0.0
 
 
+def test_refiner_calibrates_a_biased_small_model_against_the_target() -> None:
+    # the small model says yes 25 points more often than the target on every operator; once a
+    # few sampled batches ran, a new regime's sample is read through that bias
+    refiner = Refiner(StatsStore())
+    for i, (truth, tokens) in enumerate([(0.1, 10.0), (0.3, 20.0), (0.5, 30.0), (0.7, 40.0)]):
+        sig = f"op{i}"
+        refiner.estimate(sig, Statistics(truth + 0.25, tokens, 1.0, rows_measured=16))
+        refiner.observe(Observation(sig, rows_in=200, rows_out=int(200 * truth),
+                                    prompt_tokens=200 * tokens, completion_tokens=200))  # fmt: skip
+    assert refiner.calibration(0.35) == pytest.approx(0.1, abs=0.03)
+    # a batch unlike the regime seen (4x the tokens): the calibrated sample stands alone
+    est = refiner.estimate("op0", Statistics(0.95, 40.0, 1.0, rows_measured=16))
+    assert est is not None and est.selectivity == pytest.approx(0.7, abs=0.04)
+    # a map passes every row on both models: it says nothing about the bias
+    fresh = Refiner(StatsStore())
+    fresh.estimate("map", Statistics(1.0, 10.0, 5.0, rows_measured=16))
+    fresh.observe(Observation("map", rows_in=100, rows_out=100, prompt_tokens=1000,
+                              completion_tokens=500))  # fmt: skip
+    assert fresh.calibration.w == 0 and fresh.calibration(0.4) == 0.4
+
+
 def test_profiler_measures_on_the_estimator_and_counts_target_tokens() -> None:
     con = duckdb.connect()
     con.execute("CREATE TABLE r AS SELECT i AS id, CASE WHEN i % 4 = 0 THEN 'fine film' "
