@@ -7,7 +7,8 @@ below it as record batches (``to_arrow_reader``) and sends each batch through th
 operator by operator, via the evaluator (the ``SemEngine``); the surviving rows are registered
 back into DuckDB as an Arrow table for the SQL above. A semantic join streams the candidate
 pairs (a cross join, or the relational join it refines) the same way. Batch-wise execution is
-what lets a later runtime switch plans between batches.
+what lets a later runtime switch plans between batches. The SQL text of scans, joins and the
+sink is written by :mod:`.plan_sql`.
 """
 
 from __future__ import annotations
@@ -42,10 +43,10 @@ from duckdb_sem.plan.nodes import (
     Sort,
     quote,
 )
+from duckdb_sem.runtime.plan_sql import Path, join_sql, scan_sql, sink_select, split_sink
 
-__all__ = ["Actual", "Evaluator", "drop_views", "execute_plan", "split_sink"]
+__all__ = ["Actual", "Evaluator", "Path", "drop_views", "execute_plan", "split_sink"]
 
-Path = tuple[int, ...]
 _names = itertools.count()
 
 
@@ -156,23 +157,7 @@ class _Run:
         return table
 
     def _select(self, source: str, parts: dict[type, Node]) -> str:
-        project = parts.get(Project)
-        if not isinstance(project, Project):
-            return source
-        items = ", ".join(f"{i.sql} AS {quote(i.name)}" for i in project.items)
-        sql = f"SELECT {'DISTINCT ' if project.distinct else ''}{items} FROM ({source}) AS __in"
-        agg = parts.get(Aggregate)
-        if isinstance(agg, Aggregate):
-            sql += f" GROUP BY {', '.join(agg.keys)}" if agg.keys else ""
-            sql += f" HAVING {agg.having}" if agg.having else ""
-        sort = parts.get(Sort)
-        if isinstance(sort, Sort):
-            sql += f" ORDER BY {', '.join(sort.keys)}"
-        limit = parts.get(Limit)
-        if isinstance(limit, Limit):
-            sql += f" LIMIT {limit.limit}" if limit.limit is not None else ""
-            sql += f" OFFSET {limit.offset}" if limit.offset else ""
-        return sql
+        return sink_select(source, parts)  # the SEU loop builds its streamed SELECT with this
 
     def _sem_agg(self, agg: SemAgg, path: Path, table: pa.Table) -> pa.Table:
         started = time.perf_counter()
@@ -192,11 +177,7 @@ class _Run:
         if id(node) in self.overrides:
             return self.overrides[id(node)]
         if isinstance(node, Scan):
-            cols = ", ".join(f"{quote(node.alias)}.{quote(c)} AS {quote(node.alias + '.' + c)}"
-                             for c in node.columns)  # fmt: skip
-            sql = f"SELECT {cols} FROM {node.table} AS {quote(node.alias)}"
-            if node.filters:
-                sql = f"SELECT * FROM ({sql}) WHERE " + " AND ".join(f.sql for f in node.filters)
+            sql = scan_sql(node)
             self._count(path, node, sql)
             return sql
         if isinstance(node, Filter):
@@ -205,7 +186,7 @@ class _Run:
             return sql
         if isinstance(node, Join):
             left, right = self.rel(node.left, (*path, 0)), self.rel(node.right, (*path, 1))
-            sql = _join_sql(left, right, node.condition.sql if node.condition else None)
+            sql = join_sql(left, right, node.condition.sql if node.condition else None)
             self._count(path, node, sql)
             return sql
         if isinstance(node, SemJoin):
@@ -268,7 +249,7 @@ class _Run:
 
     def _sem_join(self, node: SemJoin, path: Path) -> str:
         left, right = self.rel(node.left, (*path, 0)), self.rel(node.right, (*path, 1))
-        pairs = _join_sql(left, right, node.condition.sql if node.condition else None)
+        pairs = join_sql(left, right, node.condition.sql if node.condition else None)
         reader = self.con.sql(pairs).to_arrow_reader(self.batch_size)
 
         def batches() -> Iterator[pa.RecordBatch]:
@@ -299,23 +280,6 @@ class _Run:
         actual = self.actuals.setdefault(path, Actual())
         for key, value in deltas.items():
             setattr(actual, key, getattr(actual, key) + value)
-
-
-def split_sink(root: Node) -> tuple[list[Node], Node, Path]:
-    """The set-wise sink above the row-wise region: (sink nodes top down, region, its path)."""
-    sink: list[Node] = []
-    node: Node = root
-    path: Path = ()
-    while isinstance(node, SemAgg | Limit | Sort | Project | Aggregate):
-        sink.append(node)
-        node, path = node.children[0], (*path, 0)
-    return sink, node, path
-
-
-def _join_sql(left: str, right: str, condition: str | None) -> str:
-    if condition is None:
-        return f"SELECT * FROM ({left}) AS __l CROSS JOIN ({right}) AS __r"
-    return f"SELECT * FROM ({left}) AS __l JOIN ({right}) AS __r ON {condition}"
 
 
 def _args(batch: pa.RecordBatch, call: SemCall) -> list[pa.Array]:
