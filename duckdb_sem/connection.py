@@ -192,8 +192,10 @@ class SemConnection:
     ) -> Any | None:
         """Run a semantic SELECT through the optimizer; None when it does not plan this shape.
 
-        Shapes the optimizer does not plan (``PlanError``: outer joins, subqueries, CTEs, DDL,
-        parameters, ...) run on the UDF path, exactly as written.
+        Shapes the optimizer does not plan (``PlanError``: outer joins, CTEs, subqueries other
+        than simple derived tables in FROM/JOIN, DDL, parameters, ...) run on the UDF path,
+        exactly as written. Simple derived tables (``(SELECT cols [, sem_map(...) AS x] FROM
+        one_table [WHERE ...]) AS alias``) are planned: see docs/optimizer.md.
         """
         if not (self.optimize and bound.semantic) or params:
             return None
