@@ -35,6 +35,7 @@ from typing import Any
 import httpx
 
 from duckdb_sem.backends.base import RETRY_POLICY, Backend, Capacity, Load, RetryPolicy
+from duckdb_sem.backends.connections import ThreadClients
 from duckdb_sem.backends.registry import BackendSpec
 from duckdb_sem.backends.retry import (
     RETRYABLE_STATUS,
@@ -65,8 +66,6 @@ _TOKENIZE = {
     "llama.cpp": ("/extras/tokenize/count", "input"),
 }
 _OWNERS = {"vllm": "vllm", "duckdb-sem-sim": "sim", "me": "llama.cpp"}
-_DEFAULT_CONCURRENCY = 32  # request threads for a batching server (vLLM, sim)
-_SPARE_CONNECTIONS = 4  # beyond the request threads: /metrics, /tokenize, discovery
 _YES = {"yes", "y", "true"}
 _NO = {"no", "n", "false"}
 _METRIC = re.compile(r"^vllm:num_requests_(running|waiting)(?:\{[^}]*\})?\s+([0-9.eE+-]+)$")
@@ -121,26 +120,22 @@ class OpenAIBackend(Backend):
         self.transport_retry = transport_retry
         key = api_key if api_key is not None else _key_from_env()
         headers = {"Authorization": f"Bearer {key}"} if key else {}
-        # One pooled connection per request thread, never closed by the client: httpx's default
-        # pool keeps 20 idle connections and closes the surplus (and expired ones) on every
-        # pass, and with more threads than that httpcore can close a connection another thread
-        # is already sending on (encode/httpcore#1110), which then hangs until its read
-        # timeout. A server that closes an idle connection is noticed before reuse.
-        pool = (concurrency or _DEFAULT_CONCURRENCY) + _SPARE_CONNECTIONS
-        limits = httpx.Limits(
-            max_connections=pool, max_keepalive_connections=pool, keepalive_expiry=None
-        )
-        self._http = httpx.Client(
-            headers=headers, timeout=timeout, transport=transport, limits=limits
-        )
+        # each request thread its own connection (see connections.py: httpcore's shared pool
+        # can close a connection under a request, which then hangs to its read timeout)
+        self._clients = ThreadClients(headers=headers, timeout=timeout, transport=transport)
+        self._http = self._clients.shared  # discovery, /metrics, /tokenize
         try:
             self.model, self.server_kind = self._discover(model)
         except BaseException:
-            self._http.close()  # do not leak the connection pool of a backend never returned
+            self._clients.close()  # do not leak the connections of a backend never returned
             raise
-        default = _DEFAULT_CONCURRENCY if self.server_kind in ("vllm", "sim") else 2
+        default = 32 if self.server_kind in ("vllm", "sim") else 2
         self.concurrency = max(1, concurrency or default)
-        self._pool = ThreadPoolExecutor(self.concurrency, thread_name_prefix="duckdb-sem-openai")
+        self._pool = ThreadPoolExecutor(
+            self.concurrency,
+            thread_name_prefix="duckdb-sem-openai",
+            initializer=self._clients.open_for_thread,
+        )
         self._lock = threading.Lock()
         self._queued = self._running = 0
         self._aborted: set[int] = set()
@@ -201,7 +196,7 @@ class OpenAIBackend(Backend):
 
     def close(self) -> None:
         self._pool.shutdown(wait=False, cancel_futures=True)
-        self._http.close()
+        self._clients.close()
 
     def complete(self, requests: Sequence[LLMRequest], *, priority: int = 0) -> list[Completion]:
         with self._lock:
@@ -290,7 +285,7 @@ class OpenAIBackend(Backend):
 
     def _post_once(self, path: str, body: dict[str, Any]) -> Any:
         try:
-            resp = self._http.post(self.base_url + path, json=body)
+            resp = self._clients.current().post(self.base_url + path, json=body)
         except httpx.TimeoutException as err:
             raise Transient(
                 BackendTimeoutError(f"{self.spec}: no answer in time ({type(err).__name__})")

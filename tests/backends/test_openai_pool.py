@@ -1,18 +1,19 @@
-"""``openai:`` keeps one HTTP connection per request thread over real sockets.
+"""``openai:`` gives each request thread its own connection (``backends/connections.py``).
 
 httpx's default pool keeps 20 idle connections and closes the surplus on every pass. With more
 request threads than that (32 by default for vLLM and the sim server, 128 in the LOTUS
 benchmark), httpcore can close a connection another thread has just been handed and is already
 sending on (encode/httpcore#1110); that request then hangs until its read timeout. This stopped
 the SIMULATED LOTUS benchmark at Q2 ("no answer in time (ReadTimeout)" after 60 s). The race
-itself is timing-dependent; what these tests pin down is its precondition: a burst of
-``concurrency`` requests must not make the pool close connections.
+itself is timing-dependent; what this test pins down over real sockets is its precondition:
+bursts of ``concurrency`` requests must not make the client close (and reopen) connections.
 """
 
 from __future__ import annotations
 
 import json
 import threading
+import time
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
@@ -109,3 +110,7 @@ def test_bursts_of_concurrent_requests_reuse_their_connections(
         assert [c.value for c in first + second] == [True] * (2 * THREADS)
     finally:
         backend.close()
+    deadline = time.monotonic() + 10
+    while counts.closed < counts.opened and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert counts.closed == counts.opened  # close() closed every thread's connection
