@@ -34,13 +34,13 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import bench_scheduler as sched_bench
+from _results import RESULTS
 from workloads.queries import QUERIES, Query
 from workloads.runner import Outcome, Step, run_query, written_plan
 
 from duckdb_sem.llm.request import Completion, LLMRequest
 from duckdb_sem.scheduler.seu import SEU
 
-RESULTS = Path(__file__).resolve().parent / "results"
 STRATEGIES = ("adaptive", "static-1", "static-2", "static-best*")
 POLICY = "srtf+aging"
 _DELAY = object()

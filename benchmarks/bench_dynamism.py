@@ -27,11 +27,11 @@ import duckdb
 sys.path.insert(0, str(Path(__file__).parent))
 
 from _dynamism_data import SQL, backends, build
+from _results import RESULTS
 
 import duckdb_sem
 from duckdb_sem.runtime import RuntimeOptions
 
-RESULTS = Path(__file__).parent / "results"
 RATIOS = (0.1, 0.3, 0.5, 0.7, 0.9)
 
 

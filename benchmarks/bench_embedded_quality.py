@@ -32,13 +32,14 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
+from _results import RESULTS
+
 from duckdb_sem.backends.llama import LlamaBackend
 from duckdb_sem.backends.registry import create_backend
 from duckdb_sem.data import dataset_path
 from duckdb_sem.llm.prompts import build_request
 from duckdb_sem.llm.request import Completion, LLMRequest, OperatorKind
 
-RESULTS = Path(__file__).resolve().parent / "results"
 HELD_OUT = slice(100, 300)  # reviews 101-300; 1-100 were used for tuning
 FILTER = "Is this movie review positive? {text}"
 JOIN = "Is this review about the movie with this plot? Review: {text} Plot: {plot}"

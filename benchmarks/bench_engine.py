@@ -24,10 +24,10 @@ import argparse
 import json
 import tempfile
 import time
-from pathlib import Path
 from typing import Any
 
 import duckdb
+from _results import RESULTS
 
 import duckdb_sem
 from duckdb_sem.backends.rules import RuleBackend
@@ -35,7 +35,6 @@ from duckdb_sem.data import dataset_path
 from duckdb_sem.llm.prompts import build_request
 from duckdb_sem.llm.request import OperatorKind
 
-RESULTS = Path(__file__).resolve().parent / "results"
 TEMPLATE = 'The movie review "{text}" is positive'
 
 

@@ -32,6 +32,7 @@ import duckdb
 sys.path.insert(0, str(Path(__file__).parent))
 
 from _dynamism_data import A, B, C, LabelOracle, backends, build
+from _results import RESULTS
 
 import duckdb_sem
 from duckdb_sem.backends.sim import SimBackend
@@ -43,7 +44,6 @@ from duckdb_sem.runtime import RuntimeOptions
 from duckdb_sem.runtime.entry import prepare, start
 from duckdb_sem.runtime.seu_loop import _scan_sql
 
-RESULTS = Path(__file__).parent / "results"
 # each filter's yes-probability in (normal, flipped) batches: see _dynamism_data.build
 PROBABILITY = {"positive review": (0.1, 0.9), "crime story": (0.9, 0.1), "in a city": (0.5, 0.5)}
 

@@ -31,6 +31,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+from _results import RESULTS
 from workloads.oracle import WorkloadOracle
 from workloads.queries import Query, by_name
 from workloads.runner import accuracy, load_tables, truth_rows
@@ -38,11 +39,11 @@ from workloads.sim_profiles import ESTIMATOR_PROFILE
 
 import duckdb_sem
 from duckdb_sem.backends.sim import SimBackend
+from duckdb_sem.errors import SemError
 from duckdb_sem.runtime import RuntimeOptions
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
-RESULTS = HERE / "results"
 LOTUS_PY = ROOT / ".venv-lotus" / "bin" / "python"
 # Everything but the local server goes to a proxy that does not exist: nothing leaves.
 OFFLINE = {"HTTP_PROXY": "http://127.0.0.1:9", "HTTPS_PROXY": "http://127.0.0.1:9",
@@ -189,15 +190,20 @@ def run_ours(q: Query, server: Server, time_scale: float) -> dict[str, Any]:
     con.runtime = RuntimeOptions(mode="adaptive", batch_rows=128, estimator=estimator)
     before = server.stats()
     started = time.perf_counter()
-    rel = con.sql(q.sql)
-    rows = rel.fetchall()
+    error, got = "", set()
+    try:
+        rel = con.sql(q.sql)
+        rows = rel.fetchall()
+        cols = [rel.columns.index(k) for k in q.key]
+        got = {tuple(str(r[i]) for i in cols) for r in rows}
+    except SemError as err:  # recorded like a LOTUS failure, the other queries still run
+        error = f"{type(err).__name__}: {err}"
+        print(f"duckdb-sem {q.name} failed: {error}", file=sys.stderr, flush=True)
     wall = time.perf_counter() - started
-    cols = [rel.columns.index(k) for k in q.key]
-    got = {tuple(str(r[i]) for i in cols) for r in rows}
     stats = con.stats()
     con.close()
     return {"wall_s": wall, "got": got, "server": _delta(server.stats(), before),
-            "client_calls": stats.physical_calls}  # fmt: skip
+            "client_calls": stats.physical_calls, "error": error}  # fmt: skip
 
 
 def run_lotus(qs: list[Query], server: Server, limit_note: str) -> dict[str, dict[str, Any]]:
@@ -255,7 +261,8 @@ def main(argv: list[str] | None = None) -> None:
             a, b = rows[-2], rows[-1]
             print(f"{q.name}: duckdb-sem {a['wall_s']}s {a['llm_requests']} req F1 {a['f1']} | "
                   f"LOTUS {b['wall_s']}s {b['llm_requests']} req F1 {b['f1']} "
-                  f"-> {b['wall_s'] / max(a['wall_s'], 1e-9):.2f}x {b['error'][:80]}", flush=True)  # fmt: skip
+                  f"-> {b['wall_s'] / max(a['wall_s'], 1e-9):.2f}x {a['error'][:80]} "
+                  f"{b['error'][:80]}", flush=True)  # fmt: skip
     finally:
         server.close()
     write(rows, args)
@@ -281,9 +288,15 @@ def write(rows: list[dict[str, Any]], args: Any) -> None:
             f"| {a['query']} | {a['wall_s']} | {b['wall_s']} | "
             f"{b['wall_s'] / max(a['wall_s'], 1e-9):.2f}x | {a['llm_requests']} / "
             f"{b['llm_requests']} | {a['prompt_tokens']} / {b['prompt_tokens']} | "
-            f"{a['f1']} / {b['f1']}{' (error: ' + b['error'][:60] + ')' if b['error'] else ''} |"
+            f"{a['f1']} / {b['f1']}{_errors(a, b)} |"
         )
     (RESULTS / f"{name}.md").write_text("\n".join(lines) + "\n")
+
+
+def _errors(ours: dict[str, Any], theirs: dict[str, Any]) -> str:
+    said = [f"{who} error: {r['error'][:60]}" for who, r in (("duckdb-sem", ours), ("LOTUS", theirs))
+            if r["error"]]  # fmt: skip
+    return f" ({'; '.join(said)})" if said else ""
 
 
 if __name__ == "__main__":

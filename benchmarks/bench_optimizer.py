@@ -15,7 +15,8 @@ import argparse
 import random
 import statistics
 import time
-from pathlib import Path
+
+from _results import RESULTS
 
 from duckdb_sem.llm.request import OperatorKind
 from duckdb_sem.optimizer import CostModel, choose_plan, enumerate_plans
@@ -31,8 +32,6 @@ from duckdb_sem.plan import (
     SemMap,
     quote,
 )
-
-RESULTS = Path(__file__).parent / "results"
 
 
 def query(n_ops: int, joins: int, seed: int = 0) -> Node:

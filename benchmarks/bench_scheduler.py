@@ -35,6 +35,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from _results import RESULTS
+
 from duckdb_sem.backends.base import Backend, Capacity
 from duckdb_sem.backends.sim.cost_model import CostModel, SeqState
 from duckdb_sem.backends.sim.oracles import estimate_tokens
@@ -48,7 +50,6 @@ from duckdb_sem.scheduler.executor import Dispatch, DispatchSink
 from duckdb_sem.scheduler.policies import Policy, make_policy
 from duckdb_sem.scheduler.seu import SEU
 
-RESULTS = Path(__file__).resolve().parent / "results"
 SEU_ROWS = 64
 
 # -- data -------------------------------------------------------------------------------------

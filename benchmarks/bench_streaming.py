@@ -19,15 +19,13 @@ import resource
 import subprocess
 import sys
 import time
-from pathlib import Path
 
 import pyarrow as pa
+from _results import RESULTS
 
 import duckdb_sem
 from duckdb_sem.backends.sim import HashOracle, SimBackend
 from duckdb_sem.runtime import RuntimeOptions, run_query
-
-RESULTS = Path(__file__).parent / "results"
 
 
 def rss_mib() -> float:

@@ -19,10 +19,9 @@ extra arguments go to the experiment's script. ``quick`` runs every experiment a
 from __future__ import annotations
 
 import importlib.util
-import shutil
+import os
 import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
 
@@ -74,38 +73,25 @@ QUICK: list[list[str]] = [
 ]  # fmt: skip
 
 
-def _run(argv: list[str], extra: list[str]) -> int:
+def _run(argv: list[str], extra: list[str], env: dict[str, str] | None = None) -> int:
     script = HERE / argv[0]
     if not script.exists():
         print(f"-- skipped {argv[0]}: not in this checkout", flush=True)
         return 0
     started = time.perf_counter()
     print(f"-- {' '.join(argv + extra)}", flush=True)
-    rc = subprocess.run([PY, str(script), *argv[1:], *extra], cwd=HERE.parent).returncode
+    rc = subprocess.run([PY, str(script), *argv[1:], *extra], cwd=HERE.parent, env=env).returncode
     print(f"-- {argv[0]}: exit {rc} in {time.perf_counter() - started:.0f}s", flush=True)
     return rc
 
 
 def quick() -> list[str]:
-    """Run ``QUICK``; its outputs go to ``results/quick/``, full-scale results stay put."""
-    results = HERE / "results"
-    with tempfile.TemporaryDirectory() as tmp:
-        saved = Path(tmp) / "results"
-        shutil.copytree(results, saved, ignore=shutil.ignore_patterns("quick"))
-        try:
-            failed = [argv[0] for argv in QUICK[1:] if _run(argv, [])]
-        finally:
-            (results / "quick").mkdir(exist_ok=True)
-            for path in results.iterdir():
-                if path.is_file():
-                    before = saved / path.name
-                    if not before.exists() or before.read_bytes() != path.read_bytes():
-                        shutil.copy2(path, results / "quick" / path.name)
-                        if before.exists():
-                            shutil.copy2(before, path)
-                        else:
-                            path.unlink()
-    return failed
+    """Run ``QUICK`` with every output in ``results/quick/`` (``$BENCH_RESULTS``, see
+    ``_results.py``): the committed full-scale results are never written."""
+    out = HERE / "results" / "quick"
+    out.mkdir(parents=True, exist_ok=True)
+    env = {**os.environ, "BENCH_RESULTS": str(out)}
+    return [argv[0] for argv in QUICK[1:] if _run(argv, [], env)]
 
 
 def main() -> None:

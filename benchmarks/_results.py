@@ -1,0 +1,15 @@
+"""Where a benchmark writes its tables and plots.
+
+``benchmarks/results/`` (committed: the full-scale figures the docs quote), or the folder in
+``$BENCH_RESULTS`` when set: ``run.py quick`` points it at ``results/quick/`` (gitignored), so
+a smoke run never touches the committed results, even while a full run writes them.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+__all__ = ["RESULTS"]
+
+RESULTS = Path(os.environ.get("BENCH_RESULTS") or Path(__file__).resolve().parent / "results")
