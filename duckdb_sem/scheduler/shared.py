@@ -4,12 +4,19 @@ Connections that use the same backend, cache file and policy share one :class:`S
 identical work of concurrent queries on different connections is fused and ordered together.
 With a sidecar URL the client talks to the sidecar process instead, which does the same across
 processes.
+
+They live as long as the process (a model or an engine is not reloaded for every connection);
+at exit :func:`close_all` stops them and closes the backends they built (HTTP connections,
+engine threads), so nothing is left for the interpreter to tear down half-way.
 """
 
 from __future__ import annotations
 
+import atexit
 import importlib
+import logging
 import threading
+from collections.abc import Callable
 from pathlib import Path
 
 from duckdb_sem.backends.base import Backend
@@ -19,7 +26,9 @@ from duckdb_sem.config import Settings
 from duckdb_sem.scheduler.core import Scheduler
 from duckdb_sem.scheduler.seu import SchedulerClient
 
-__all__ = ["open_cache", "scheduler_for"]
+__all__ = ["close_all", "open_cache", "scheduler_for"]
+
+log = logging.getLogger(__name__)
 
 _lock = threading.RLock()
 _schedulers: dict[tuple[str, str, str, float | None], Scheduler] = {}
@@ -72,3 +81,28 @@ def scheduler_for(settings: Settings, backend: Backend | None = None) -> Schedul
                     aging_rate=settings.aging_rate,
                 )
     return scheduler
+
+
+def close_all() -> None:
+    """Close every shared scheduler, the backends they built, and the sidecar clients (at exit;
+    a later :func:`scheduler_for` builds new ones)."""
+    with _lock:
+        schedulers = list(_schedulers.values())
+        sidecars = list(_sidecars.values())
+        _schedulers.clear()
+        _sidecars.clear()
+    for client in [*schedulers, *sidecars]:
+        _close(client.close, type(client).__name__)
+    for scheduler in schedulers:
+        for backend in scheduler.backends:
+            _close(backend.close, backend.describe())
+
+
+def _close(close: Callable[[], None], what: str) -> None:
+    try:
+        close()
+    except Exception as err:  # noqa: BLE001 - at exit: report it, close the others
+        log.warning("closing %s failed: %s", what, err)
+
+
+atexit.register(close_all)
