@@ -192,7 +192,7 @@ def write(rows: list[dict[str, Any]], single: list[dict[str, Any]], args: Any) -
     lines = [
         f"# Continuous arrival (SIMULATED: 2 replicas, profile {args.profile}, {POLICY})",
         "",
-        f"Command: `python benchmarks/bench_arrival.py {' '.join(sys.argv[1:])}`",
+        f"Command: `{' '.join(['python benchmarks/bench_arrival.py', *sys.argv[1:]])}`",
         "",
         "| load | rate (q/s) | strategy | P50 (s) | P99 (s) | throughput (q/s) | GPU util |",
         "|---|---|---|---|---|---|---|",
