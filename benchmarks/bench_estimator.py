@@ -42,7 +42,7 @@ from duckdb_sem.optimizer.choose import plan_key
 from duckdb_sem.optimizer.cost import CostModel, operator_signature
 from duckdb_sem.runtime import RuntimeOptions
 from duckdb_sem.runtime.entry import prepare, start
-from duckdb_sem.runtime.seu_loop import _scan_sql
+from duckdb_sem.runtime.plan_sql import scan_sql
 
 # each filter's yes-probability in (normal, flipped) batches: see _dynamism_data.build
 PROBABILITY = {"positive review": (0.1, 0.9), "crime story": (0.9, 0.1), "in a city": (0.5, 0.5)}
@@ -76,7 +76,7 @@ def one_query(
     # hindsight: each batch's exact statistics (the labels, no noise, every row)
     truth = Profiler(target, SimBackend("default", oracle=LabelOracle(work.labels)),
                      sample_rows=args.batch_rows)  # fmt: skip
-    rows = raw.sql(_scan_sql(loop.driving)).to_arrow_table()
+    rows = raw.sql(scan_sql(loop.driving)).to_arrow_table()
     top2, floor = [], []
     regions = {plan_key(r): r for r in loop._regions}
     templates = {operator_signature(c): c.template for c in loop.calls}

@@ -48,6 +48,7 @@ from duckdb_sem.runtime.execute_plan import (
     split_sink,
 )
 from duckdb_sem.runtime.observe import ObservingEvaluator
+from duckdb_sem.runtime.plan_sql import scan_sql
 from duckdb_sem.runtime.progress import QueryProgress, RuntimeOptions
 
 __all__ = ["QueryRun"]
@@ -142,7 +143,7 @@ class QueryRun:
     def batches(self) -> Iterator[pa.RecordBatch]:
         """Run every SEU; yields the query's result batches as they are produced."""
         scan = self.driving
-        source = _scan_sql(scan)
+        source = scan_sql(scan)
         ((total,),) = self.con.sql(f"SELECT count(*) FROM ({source})").fetchall()
         self.rows_total = int(total)
         reader_con = self.con.cursor()  # the batch work below needs the main one free
@@ -343,15 +344,6 @@ def _streamable(sink: list[Node]) -> bool:
 def _driving_scan(region: Node, table_rows: dict[str, float]) -> Scan:
     scans = [n for n in region.walk() if isinstance(n, Scan)]
     return max(scans, key=lambda s: (table_rows.get(s.table, 1000.0), -scans.index(s)))
-
-
-def _scan_sql(scan: Scan) -> str:
-    cols = ", ".join(f"{quote(scan.alias)}.{quote(c)} AS {quote(scan.alias + '.' + c)}"
-                     for c in scan.columns)  # fmt: skip
-    sql = f"SELECT {cols} FROM {scan.table} AS {quote(scan.alias)}"
-    if scan.filters:
-        sql = f"SELECT * FROM ({sql}) WHERE " + " AND ".join(f.sql for f in scan.filters)
-    return sql
 
 
 def _rebatch(reader: pa.RecordBatchReader) -> Any:
