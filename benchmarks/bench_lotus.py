@@ -279,7 +279,7 @@ def write(rows: list[dict[str, Any]], args: Any) -> None:
              f"{args.time_scale}" if args.server == "sim"
              else "REAL SmolLM2-135M on llama-cpp-python's server, 2 CPU threads")  # fmt: skip
     lines = [f"# duckdb-sem vs LOTUS ({label})", "",
-             f"Command: `python benchmarks/bench_lotus.py {' '.join(sys.argv[1:])}`", "",
+             f"Command: `{' '.join(['python benchmarks/bench_lotus.py', *sys.argv[1:]])}`", "",
              "| query | duckdb-sem s | LOTUS s | speed-up | requests (ours / LOTUS) | "
              "prompt tokens (ours / LOTUS) | F1 (ours / LOTUS) |", "|---|---|---|---|---|---|---|"]  # fmt: skip
     for i in range(0, len(rows), 2):
