@@ -1,0 +1,148 @@
+"""The ``openai:`` backend's chat requests and answers on the wire.
+
+A request is one chat completion: the shared prefix as the system message (first, so a server's
+prefix cache reuses it), the row as the user message (:func:`chat_body`). A decision asks for
+one token with ``top_logprobs`` and is read as the log-odds of the yes-tokens over the
+no-tokens (:func:`decide_from_logprobs`), so "Yes.", " yes" and "TRUE" all count; generated
+text is parsed into the requested SQL type (:func:`read_completion`). Transport failures, HTTP
+408/429/5xx and unreadable answers become :class:`~duckdb_sem.backends.retry.Transient` for
+the retry loop (:func:`post_once`).
+
+Example: top alternatives ``[("Yes", -0.1), (" yes", -2.5), ("No", -2.4)]`` give
+``log(e**-0.1 + e**-2.5) - (-2.4)``, about 2.39: yes.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Sequence
+from typing import Any
+
+import httpx
+
+from duckdb_sem.backends.base import RetryPolicy
+from duckdb_sem.backends.openai_server import check_status
+from duckdb_sem.backends.retry import RETRYABLE_STATUS, Transient
+from duckdb_sem.errors import BackendError, BackendTimeoutError, BackendUnavailableError
+from duckdb_sem.llm.outputs import OutputParseError, parse_type
+from duckdb_sem.llm.request import Completion, LLMRequest, Task
+
+__all__ = ["chat_body", "decide_from_logprobs", "post_once", "read_completion", "retry_after"]
+
+_YES = {"yes", "y", "true"}
+_NO = {"no", "n", "false"}
+
+
+def decide_from_logprobs(pairs: Sequence[tuple[str, float]]) -> float | None:
+    """Log-odds of yes over no from (token, logprob) alternatives; None when neither appears.
+
+    A class missing from the top alternatives gets at most the smallest listed probability.
+    """
+    yes = [lp for tok, lp in pairs if _norm(tok) in _YES]
+    no = [lp for tok, lp in pairs if _norm(tok) in _NO]
+    if not yes and not no:
+        return None
+    floor = min(lp for _, lp in pairs)
+    return _logsumexp(yes or [floor]) - _logsumexp(no or [floor])
+
+
+def _norm(token: str) -> str:
+    return re.sub(r"[^a-z]", "", token.lower())
+
+
+def _logsumexp(values: Sequence[float]) -> float:
+    top = max(values)
+    return top + math.log(sum(math.exp(v - top) for v in values))
+
+
+def chat_body(
+    request: LLMRequest,
+    *,
+    model: str,
+    attempt: int,
+    priority: int,
+    retry: RetryPolicy,
+    top_logprobs: int,
+) -> dict[str, Any]:
+    """The ``/chat/completions`` body of one try; a retry gets a new seed and temperature."""
+    params = request.params
+    messages = [{"role": "user", "content": request.row}]
+    if request.prefix:
+        messages.insert(0, {"role": "system", "content": request.prefix})
+    body: dict[str, Any] = {
+        "model": model,
+        "messages": messages,
+        "temperature": params.temperature if attempt == 0 else retry.retry_temperature,
+        "seed": params.seed + attempt,
+        "max_tokens": params.max_tokens,
+    }
+    if priority:
+        body["priority"] = priority
+    if request.output.task is Task.DECIDE:
+        body.update(max_tokens=1, logprobs=True, top_logprobs=top_logprobs)
+    return body
+
+
+def read_completion(request: LLMRequest, data: Any, *, threshold: float) -> Completion:
+    """The completion in a chat answer: a decision above ``threshold``, or a parsed value."""
+    choice, usage = data["choices"][0], data.get("usage") or {}
+    text = str((choice.get("message") or {}).get("content") or "")
+    tokens = (int(usage.get("prompt_tokens", 0)), int(usage.get("completion_tokens", 0)))
+    if request.output.task is Task.DECIDE:
+        try:
+            content = (choice.get("logprobs") or {}).get("content") or [{"top_logprobs": []}]
+            pairs = [(a["token"], float(a["logprob"])) for a in content[0]["top_logprobs"]]
+        except (KeyError, IndexError, TypeError, ValueError, AttributeError):
+            pairs = []  # unreadable log-probabilities: no decision, retried by the caller
+        score = decide_from_logprobs(pairs) if pairs else None
+        if score is None:
+            error = f"no yes/no token among the top log-probabilities (answer {text!r})"
+            return Completion(None, text, *tokens, error=error)
+        return Completion(score > threshold, text, *tokens, score=score)
+    try:
+        return Completion(parse_type(request.output.sql_type).parse(text), text, *tokens)
+    except OutputParseError as err:
+        return Completion(None, text, *tokens, error=str(err))
+
+
+def post_once(
+    client: httpx.Client, base_url: str, path: str, body: dict[str, Any], *, spec: str
+) -> Any:
+    """POST once and return the JSON answer; failures worth another try raise ``Transient``."""
+    try:
+        resp = client.post(base_url + path, json=body)
+    except httpx.TimeoutException as err:
+        raise Transient(
+            BackendTimeoutError(f"{spec}: no answer in time ({type(err).__name__})")
+        ) from None
+    except httpx.TransportError as err:
+        raise Transient(
+            BackendUnavailableError(f"{spec}: lost {base_url} ({type(err).__name__}: {err})")
+        ) from None
+    if resp.status_code in RETRYABLE_STATUS:
+        raise Transient(
+            BackendError(f"{spec}: HTTP {resp.status_code} from {resp.url}: {resp.text[:200]}"),
+            retry_after=retry_after(resp),
+        )
+    check_status(resp, spec)
+    try:
+        data = resp.json()
+        if not isinstance(data["choices"][0], dict):
+            raise TypeError("choices[0] is not an object")
+    except (ValueError, KeyError, IndexError, TypeError) as err:
+        raise Transient(
+            BackendError(
+                f"{spec}: unreadable answer from {resp.url} "
+                f"({type(err).__name__}: {err}): {resp.text[:120]!r}"
+            )
+        ) from None
+    return data
+
+
+def retry_after(resp: httpx.Response) -> float | None:
+    """Seconds from a ``Retry-After`` header (only the delay-seconds form), capped at 30."""
+    try:
+        return min(30.0, max(0.0, float(resp.headers.get("retry-after", ""))))
+    except ValueError:
+        return None
