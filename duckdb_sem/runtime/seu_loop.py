@@ -19,11 +19,14 @@ come from the query's memo after the first one). Before each SEU the loop
 Results stream: a sink that is a plain projection is applied per batch and the batch is
 yielded; any other sink (aggregation, DISTINCT, ORDER BY, LIMIT, ``sem_agg``) keeps the region's
 output rows (not the input) and runs once at the end.
+
+Cutting the driving table into batches is :mod:`.batching`; running one SEU's region over its
+batch, registered as a view, is :mod:`.seu_views`; the actual cost and hindsight top-2 of each
+:class:`BatchRecord` are :mod:`.hindsight`.
 """
 
 from __future__ import annotations
 
-import itertools
 import time
 from collections.abc import Iterator
 from typing import Any
@@ -31,29 +34,23 @@ from typing import Any
 import duckdb
 import pyarrow as pa
 
-from duckdb_sem.estimator.accuracy import AccuracyReport, BatchRecord, summarize
+from duckdb_sem.estimator.accuracy import AccuracyReport, BatchRecord
 from duckdb_sem.estimator.profile import Profiler, semantic_calls
 from duckdb_sem.estimator.refine import Refiner, observe_batch
 from duckdb_sem.estimator.remaining import llm_cost, remaining_cost
 from duckdb_sem.estimator.stats import StatsStore
 from duckdb_sem.optimizer.choose import plan_key
 from duckdb_sem.optimizer.cost import CostModel, Statistics, operator_signature
-from duckdb_sem.plan.nodes import Node, Project, Scan, SemCall, quote
-from duckdb_sem.runtime.execute_plan import (
-    Actual,
-    Evaluator,
-    Path,
-    _Run,
-    drop_views,
-    split_sink,
-)
+from duckdb_sem.plan.nodes import Node, SemCall
+from duckdb_sem.runtime.batching import adapt_rows, driving_scan, empty_batch, rebatch, streamable
+from duckdb_sem.runtime.execute_plan import Actual, Evaluator, Path, split_sink
+from duckdb_sem.runtime.hindsight import hindsight_top2, observed_cost, with_profile_seconds
 from duckdb_sem.runtime.observe import ObservingEvaluator
 from duckdb_sem.runtime.plan_sql import scan_sql
 from duckdb_sem.runtime.progress import QueryProgress, RuntimeOptions
+from duckdb_sem.runtime.seu_views import run_region, run_sink
 
 __all__ = ["QueryRun"]
-
-_views = itertools.count()
 
 
 class QueryRun:
@@ -110,7 +107,7 @@ class QueryRun:
                 labels[op.label()] = operator_signature(op.call)
         self.calls = list(calls.values())
         self.observer = ObservingEvaluator(engine, labels)
-        self.driving = _driving_scan(self._regions[0], self.table_rows)
+        self.driving = driving_scan(self._regions[0], self.table_rows)
         self.rows_total = 0
         self._rows_done = 0
         self._rows_out = 0
@@ -133,11 +130,7 @@ class QueryRun:
         )
 
     def report(self) -> AccuracyReport:
-        report = summarize(self.records)
-        return AccuracyReport(
-            report.batches, report.within_10pct, report.median_error, report.top2,
-            report.switches, report.estimator_seconds + self.profile_seconds, report.seconds,
-        )  # fmt: skip
+        return with_profile_seconds(self.records, self.profile_seconds)
 
     # -- running ------------------------------------------------------------------------------
     def batches(self) -> Iterator[pa.RecordBatch]:
@@ -151,10 +144,10 @@ class QueryRun:
             reader = reader_con.sql(source).to_arrow_reader(self.options.min_batch_rows)
         except duckdb.Error:  # a TEMP table, which only the main connection sees
             reader = self.con.sql(source).to_arrow_table().to_reader(self.options.min_batch_rows)
-        stream = _streamable(self._sinks[0])
+        stream = streamable(self._sinks[0])
         kept: list[pa.Table] = []
         size = self.options.batch_rows
-        batch_iter = _rebatch(reader)
+        batch_iter = rebatch(reader)
         produced = False
         while True:
             batch = batch_iter(size)
@@ -167,29 +160,21 @@ class QueryRun:
             out = self._seu(batch)
             if stream:
                 if len(self.records) == 1:
-                    yield _empty(out.schema)  # the schema, as soon as it is known
+                    yield empty_batch(out.schema)  # the schema, as soon as it is known
                 yield from out.to_batches()
             else:
                 kept.append(out)
             if self.options.adapt_batch:
-                size = self._adapt(size, time.perf_counter() - started)
+                size = adapt_rows(size, time.perf_counter() - started, self.options)
         self._remaining = 0.0
         if not stream:
             final = self._finish(kept)
-            yield _empty(final.schema)
+            yield empty_batch(final.schema)
             yield from final.to_batches()
         self._finished = True
         reader_con.close()
         if self.query is not None:
             self.query.remaining_cost = None
-
-    def _adapt(self, size: int, seconds: float) -> int:
-        o = self.options
-        if seconds < o.target_seu_seconds / 2:
-            return min(o.max_batch_rows, size * 2)
-        if seconds > o.target_seu_seconds * 2:
-            return max(o.min_batch_rows, size // 2)
-        return size
 
     def _estimate(self, batch: pa.Table) -> tuple[list[float], dict[str, Statistics]]:
         est_before = self.profiler.seconds
@@ -223,24 +208,6 @@ class QueryRun:
             counted.update(self.profiler.profile_batch(batch, doubt))
         return counted
 
-    def _hindsight_top2(self, rows: int, plan: int, observations: list[Any],
-                        estimated: dict[str, Statistics]) -> bool | None:  # fmt: skip
-        """Whether ``plan`` was one of the two cheapest candidates on this batch, re-costed
-        with what the batch showed (observed statistics; estimates for unreached operators)."""
-        if self.fixed is not None or len(self._regions) < 2:
-            return None
-        seen = dict(estimated)
-        for o in observations:
-            if o.rows_in > 0:
-                seen[o.signature] = Statistics(o.rows_out / o.rows_in, o.prompt_tokens / o.rows_in,
-                                               o.completion_tokens / o.rows_in, o.rows_in)  # fmt: skip
-        table_rows = dict(self.table_rows)
-        table_rows[self.driving.table] = float(rows)
-        model = CostModel(table_rows=table_rows, stats=seen)
-        costs = [llm_cost(model, r) for r in self._regions]
-        order = sorted(range(len(costs)), key=lambda i: costs[i])
-        return costs[plan] <= costs[order[1]] * (1 + 1e-9)
-
     def _seu(self, batch: pa.Table) -> pa.Table:
         n = batch.num_rows
         costs, estimated = self._estimate(batch)
@@ -266,8 +233,11 @@ class QueryRun:
         for obs in observations:
             self.refiner.observe(obs)
         observe_batch(self.forecast, observations)
-        w = CostModel().defaults.completion_weight
-        actual = sum(o.prompt_tokens + w * o.completion_tokens for o in observations)
+        actual = observed_cost(observations)
+        top2 = hindsight_top2(
+            self._regions, plan, observations, estimated, fixed=self.fixed,
+            table_rows={**self.table_rows, self.driving.table: float(n)},
+        ) if n else None  # fmt: skip
         self._rows_done += n
         self._rows_out += out.num_rows
         self.records.append(
@@ -276,7 +246,7 @@ class QueryRun:
                 estimated_cost=costs[plan], actual_cost=actual,
                 estimated_remaining=self._remaining, switched=plan != previous,
                 estimator_seconds=self._est_seconds, seconds=spent, rows_out=out.num_rows,
-                top2=self._hindsight_top2(n, plan, observations, estimated) if n else None,
+                top2=top2,
             )
         )  # fmt: skip
         return out
@@ -298,77 +268,16 @@ class QueryRun:
         return time.perf_counter()
 
     def _run_region(self, plan: int, batch: pa.Table) -> pa.Table:
-        region = self._regions[plan]
-        scan = next(
-            n for n in region.walk() if isinstance(n, Scan) and n.alias == self.driving.alias
-        )
-        view = f"__sem_seu_{next(_views)}"
-        self.con.register(view, batch)
         actuals = self.actuals if plan == (self.fixed if self.fixed is not None else 0) else None
-        run = _Run(self.con, self.observer, self.query, max(batch.num_rows, 1), actuals,
-                   {id(scan): f"SELECT * FROM {quote(view)}"})  # fmt: skip
-        try:
-            sql = run.rel(region, self._paths[plan])
-            sink = self._sinks[plan]
-            if _streamable(sink) and sink:
-                sql = run._select(sql, {Project: sink[0]})
-            table: pa.Table = self.con.sql(sql).to_arrow_table()
-        finally:
-            drop_views(self.con, [view, *run.registered])
-        if not (_streamable(self._sinks[plan]) and self._sinks[plan]):
-            table = table.select(sorted(table.schema.names))
-        return table
+        return run_region(
+            self.con, self.observer, self.query, region=self._regions[plan],
+            path=self._paths[plan], sink=self._sinks[plan], driving_alias=self.driving.alias,
+            batch=batch, actuals=actuals,
+        )  # fmt: skip
 
     def _finish(self, kept: list[pa.Table]) -> pa.Table:
         plan = self.current
-        region = self._regions[plan]
-        view = f"__sem_seu_{next(_views)}"
-        rows = pa.concat_tables(kept) if kept else pa.table({})
-        self.con.register(view, rows)
-        run = _Run(self.con, self.observer, self.query, 2048, self.actuals,
-                   {id(region): f"SELECT * FROM {quote(view)}"})  # fmt: skip
-        try:
-            return run.sink(self.plans[plan])
-        finally:
-            drop_views(self.con, [view, *run.registered])
-
-
-def _empty(schema: pa.Schema) -> pa.RecordBatch:
-    return pa.RecordBatch.from_arrays([pa.array([], type=f.type) for f in schema], schema=schema)
-
-
-def _streamable(sink: list[Node]) -> bool:
-    return all(isinstance(n, Project) and not n.distinct for n in sink) and len(sink) <= 1
-
-
-def _driving_scan(region: Node, table_rows: dict[str, float]) -> Scan:
-    scans = [n for n in region.walk() if isinstance(n, Scan)]
-    return max(scans, key=lambda s: (table_rows.get(s.table, 1000.0), -scans.index(s)))
-
-
-def _rebatch(reader: pa.RecordBatchReader) -> Any:
-    """A function ``take(n)``: the next ``n`` rows of ``reader`` as a table (None at the end)."""
-    buffer: list[pa.RecordBatch] = []
-    held = 0
-    done = False
-
-    def take(n: int) -> pa.Table | None:
-        nonlocal held, done
-        while held < n and not done:
-            try:
-                batch = reader.read_next_batch()
-            except StopIteration:
-                done = True
-                break
-            buffer.append(batch)
-            held += batch.num_rows
-        if held == 0:
-            return None
-        table = pa.Table.from_batches(list(buffer), schema=reader.schema)
-        head, rest = table.slice(0, n), table.slice(n)
-        buffer.clear()
-        buffer.extend(rest.to_batches())
-        held = rest.num_rows
-        return head.combine_chunks()
-
-    return take
+        return run_sink(
+            self.con, self.observer, self.query, root=self.plans[plan],
+            region=self._regions[plan], kept=kept, actuals=self.actuals,
+        )  # fmt: skip

@@ -1,0 +1,80 @@
+"""One SEU's work in DuckDB: its batch registered as a view that stands in for a scan.
+
+Each SEU registers its batch of the driving table as an Arrow view (``__sem_seu_N``) and runs
+the plan's row-wise region with that view in place of the driving scan (``_Run.overrides``);
+a streamable sink (one projection) is applied in the same SELECT (:func:`run_region`). A sink
+that cannot stream runs once at the end, over the region's kept output rows registered the
+same way in place of the whole region (:func:`run_sink`). The views, and every view the run
+registered, are dropped afterwards, also when the run fails.
+
+Example: region ``SemFilter(Scan reviews AS r)`` on a batch registered as ``__sem_seu_7``
+reads ``SELECT * FROM "__sem_seu_7"`` where it would read the scan's SELECT.
+"""
+
+from __future__ import annotations
+
+import itertools
+from typing import Any
+
+import pyarrow as pa
+
+from duckdb_sem.plan.nodes import Node, Project, Scan, quote
+from duckdb_sem.runtime.batching import streamable
+from duckdb_sem.runtime.execute_plan import Actual, Evaluator, Path, _Run, drop_views
+
+__all__ = ["run_region", "run_sink"]
+
+_views = itertools.count()
+
+
+def run_region(
+    con: Any,
+    engine: Evaluator,
+    query: Any,
+    *,
+    region: Node,
+    path: Path,
+    sink: list[Node],
+    driving_alias: str,
+    batch: pa.Table,
+    actuals: dict[Path, Actual] | None,
+) -> pa.Table:
+    """``region`` (at ``path`` in its plan) over ``batch`` of the driving scan, with ``sink``
+    applied when it streams; otherwise the region's rows, columns in name order."""
+    scan = next(n for n in region.walk() if isinstance(n, Scan) and n.alias == driving_alias)
+    view = f"__sem_seu_{next(_views)}"
+    con.register(view, batch)
+    run = _Run(con, engine, query, max(batch.num_rows, 1), actuals,
+               {id(scan): f"SELECT * FROM {quote(view)}"})  # fmt: skip
+    try:
+        sql = run.rel(region, path)
+        if streamable(sink) and sink:
+            sql = run._select(sql, {Project: sink[0]})
+        table: pa.Table = con.sql(sql).to_arrow_table()
+    finally:
+        drop_views(con, [view, *run.registered])
+    if not (streamable(sink) and sink):
+        table = table.select(sorted(table.schema.names))
+    return table
+
+
+def run_sink(
+    con: Any,
+    engine: Evaluator,
+    query: Any,
+    *,
+    root: Node,
+    region: Node,
+    kept: list[pa.Table],
+    actuals: dict[Path, Actual] | None,
+) -> pa.Table:
+    """The sink of plan ``root`` over the ``kept`` output rows of its ``region``."""
+    view = f"__sem_seu_{next(_views)}"
+    rows = pa.concat_tables(kept) if kept else pa.table({})
+    con.register(view, rows)
+    run = _Run(con, engine, query, 2048, actuals,
+               {id(region): f"SELECT * FROM {quote(view)}"})  # fmt: skip
+    try:
+        return run.sink(root)
+    finally:
+        drop_views(con, [view, *run.registered])
