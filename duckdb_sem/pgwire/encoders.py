@@ -1,0 +1,189 @@
+"""Result values onto the wire: PostgreSQL's text and binary formats of each type.
+
+Text is what ``psql`` prints (``t``/``f``, ``NaN``, ``2024-01-02 03:04:05+00``, ``{1,2,NULL}``,
+``\\x`` hex for bytea); binary is PostgreSQL's send format (big-endian integers and floats,
+days or microseconds since 2000-01-01, base-10000 numeric digits, arrays with a header of
+dimensions and element OID). :mod:`.types` pairs them with an OID per Arrow type.
+
+Example: ``text_float(float("inf"))`` is ``b"Infinity"``; ``bin_date(date(2000, 1, 2))`` is
+``b"\\x00\\x00\\x00\\x01"``.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import decimal
+import json
+import math
+import struct
+import uuid
+from collections.abc import Callable
+from typing import Any
+
+from duckdb_sem.pgwire.oids import PG_EPOCH, PG_EPOCH_DATE
+
+__all__ = [
+    "Encoder",
+    "bin_array",
+    "bin_bool",
+    "bin_date",
+    "bin_interval",
+    "bin_numeric",
+    "bin_struct",
+    "bin_time",
+    "bin_timestamp",
+    "bin_uuid",
+    "text_any",
+    "text_array",
+    "text_bool",
+    "text_bytes",
+    "text_float",
+    "text_interval",
+    "text_str",
+    "text_timestamp",
+    "text_timestamptz",
+]
+
+Encoder = Callable[[Any], bytes]
+
+
+# -- text encoders ------------------------------------------------------------------------------
+def text_bool(v: Any) -> bytes:
+    return b"t" if v else b"f"
+
+
+def text_float(v: Any) -> bytes:
+    if math.isnan(v):
+        return b"NaN"
+    if math.isinf(v):
+        return b"Infinity" if v > 0 else b"-Infinity"
+    return repr(float(v)).encode()
+
+
+def text_timestamp(v: Any) -> bytes:
+    text: str = v.isoformat(sep=" ")
+    return text.encode()
+
+
+def text_timestamptz(v: Any) -> bytes:
+    text: str = v.astimezone(dt.UTC).replace(tzinfo=None).isoformat(sep=" ")
+    return (text + "+00").encode()
+
+
+def text_bytes(v: Any) -> bytes:
+    return b"\\x" + bytes(v).hex().encode()
+
+
+def text_interval(v: Any) -> bytes:
+    total = int(v.total_seconds())
+    days, rest = divmod(total, 86400)
+    hours, rest = divmod(rest, 3600)
+    minutes, seconds = divmod(rest, 60)
+    micros = v.microseconds
+    frac = f".{micros:06d}" if micros else ""
+    return f"{days} days {hours:02d}:{minutes:02d}:{seconds:02d}{frac}".encode()
+
+
+def text_any(v: Any) -> bytes:
+    if isinstance(v, dict | list):
+        return json.dumps(v, default=str).encode()
+    return str(v).encode()
+
+
+def _array_item(v: Any) -> str:
+    if v is None:
+        return "NULL"
+    text = text_bool(v).decode() if isinstance(v, bool) else str(v)
+    if text == "" or any(c in text for c in ',{}"\\ ') or text.upper() == "NULL":
+        return '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
+    return text
+
+
+def text_array(v: Any) -> bytes:
+    return ("{" + ",".join(_array_item(x) for x in v) + "}").encode()
+
+
+def text_str(v: Any) -> bytes:
+    return str(v).encode("utf-8")
+
+
+# -- binary encoders ----------------------------------------------------------------------------
+def bin_struct(fmt: str) -> Encoder:
+    """The binary encoder of one value packed with ``struct`` format ``fmt``."""
+    packer = struct.Struct(fmt)
+    return lambda v: packer.pack(v)
+
+
+def bin_bool(v: Any) -> bytes:
+    return b"\x01" if v else b"\x00"
+
+
+def bin_date(v: Any) -> bytes:
+    return struct.pack("!i", (v - PG_EPOCH_DATE).days)
+
+
+def bin_timestamp(v: Any) -> bytes:
+    if v.tzinfo is not None:
+        v = v.astimezone(dt.UTC).replace(tzinfo=None)
+    delta = v - PG_EPOCH
+    return struct.pack("!q", (delta.days * 86400 + delta.seconds) * 1_000_000 + delta.microseconds)
+
+
+def bin_time(v: Any) -> bytes:
+    micros = ((v.hour * 60 + v.minute) * 60 + v.second) * 1_000_000 + v.microsecond
+    return struct.pack("!q", micros)
+
+
+def bin_interval(v: Any) -> bytes:
+    micros = v.seconds * 1_000_000 + v.microseconds
+    return struct.pack("!qii", micros, v.days, 0)
+
+
+def bin_numeric(v: Any) -> bytes:
+    value = decimal.Decimal(v)
+    if value.is_nan():
+        return struct.pack("!hhhh", 0, 0, 0xC000, 0)
+    sign, digits, exponent = value.as_tuple()
+    assert isinstance(exponent, int)
+    dscale = max(0, -exponent)
+    text = "".join(map(str, digits))
+    # Align to base-10000 groups around the decimal point.
+    int_len = len(text) + exponent
+    int_part = text[:int_len] if int_len > 0 else ""
+    frac_part = text[int_len:] if int_len > 0 else "0" * (-int_len) + text
+    int_part = int_part.zfill((len(int_part) + 3) // 4 * 4)
+    frac_part = frac_part.ljust((len(frac_part) + 3) // 4 * 4, "0")
+    groups = [int(int_part[i : i + 4]) for i in range(0, len(int_part), 4)]
+    weight = len(groups) - 1
+    groups += [int(frac_part[i : i + 4]) for i in range(0, len(frac_part), 4)]
+    while groups and groups[0] == 0:
+        groups.pop(0)
+        weight -= 1
+    while groups and groups[-1] == 0:
+        groups.pop()
+    if not groups:
+        weight = 0
+    head = struct.pack("!hhhh", len(groups), weight, 0x4000 if sign else 0, dscale)
+    return head + struct.pack(f"!{len(groups)}h", *groups)
+
+
+def bin_uuid(v: Any) -> bytes:
+    return uuid.UUID(str(v)).bytes
+
+
+def bin_array(element_oid: int, element: Encoder) -> Encoder:
+    """The binary encoder of a 1-D array whose elements have type ``element_oid``."""
+
+    def encode(v: Any) -> bytes:
+        items = list(v)
+        has_null = any(x is None for x in items)
+        parts = [struct.pack("!iiiii", 1, int(has_null), element_oid, len(items), 1)]
+        for x in items:
+            if x is None:
+                parts.append(struct.pack("!i", -1))
+            else:
+                data = element(x)
+                parts.append(struct.pack("!i", len(data)) + data)
+        return b"".join(parts)
+
+    return encode
