@@ -36,7 +36,7 @@ from _results import RESULTS
 
 import duckdb_sem
 from duckdb_sem.backends.sim import SimBackend
-from duckdb_sem.estimator import Profiler, pair_order_accuracy, spearman_rho
+from duckdb_sem.estimator import Profiler, pair_order_accuracy, spearman_rho, summarize
 from duckdb_sem.estimator.remaining import llm_cost
 from duckdb_sem.optimizer.choose import plan_key
 from duckdb_sem.optimizer.cost import CostModel, operator_signature
@@ -98,20 +98,18 @@ def one_query(
         )
         realized = llm_cost(model, regions[rec.plan])
         floor.append(abs(guess - realized) <= 0.10 * realized)
-    records = [r for r in loop.records]
+    records = list(loop.records)
     actual_left, acc = [], 0.0
     for r in reversed(records):
         acc += r.actual_cost
         actual_left.append(acc)
     actual_left.reverse()
-    report = run.report()
     total = target.virtual_seconds + estimator.virtual_seconds
     con.close()
     return {
-        "within": report.within_10pct, "median_error": report.median_error,
-        "top2": sum(top2) / len(top2), "overhead": estimator.virtual_seconds / total,
+        "overhead": estimator.virtual_seconds / total,
         "remaining": [(r.estimated_remaining, a) for r, a in zip(records, actual_left, strict=True)],
-        "errors": [r.relative_error for r in records], "top2s": top2, "floors": floor,
+        "records": records, "top2s": top2, "floors": floor,
         "seconds": (estimator.virtual_seconds, total),
     }  # fmt: skip
 
@@ -119,18 +117,18 @@ def one_query(
 def pooled(filters: list[str], ratio: float, args: argparse.Namespace) -> dict[str, Any]:
     """Every batch of ``args.seeds`` runs (tables drawn with different seeds), pooled."""
     runs = [one_query(filters, ratio, args.batches, args, seed=s) for s in range(args.seeds)]
-    errors = [e for r in runs for e in r["errors"]]
+    report = summarize([rec for r in runs for rec in r["records"]])  # as EXPLAIN ANALYZE does
     top2 = [t for r in runs for t in r["top2s"]]
     floor = [f for r in runs for f in r["floors"]]
     est = sum(r["seconds"][0] for r in runs)
     return {
-        "batches": len(errors),
-        "within": sum(e <= 0.10 for e in errors) / len(errors),
+        "batches": report.batches,
+        "within": report.within_10pct,
         "floor": sum(floor) / len(floor),
-        "median_error": statistics.median(errors),
+        "median_error": report.median_error,
         "top2": sum(top2) / len(top2),
         "overhead": est / sum(r["seconds"][1] for r in runs),
-        "errors": runs[0]["errors"],
+        "errors": [rec.relative_error for rec in runs[0]["records"]],
     }
 
 
