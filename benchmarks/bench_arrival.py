@@ -235,28 +235,8 @@ def write(rows: list[dict[str, Any]], single: list[dict[str, Any]], args: Any) -
 
 
 def plot(rows: list[dict[str, Any]], out: str) -> None:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    fig, axes = plt.subplots(1, 3, figsize=(15, 4.2))
-    for s in STRATEGIES:
-        mine = [r for r in rows if r["strategy"] == s]
-        x = [r["rate_qps"] for r in mine]
-        for ax, key in zip(axes, ("p50", "p99", "throughput"), strict=True):
-            ax.plot(x, [r[key] for r in mine], marker="o", label=s)
-    for ax, title in zip(axes, ("P50 latency (s)", "P99 latency (s)", "throughput (q/s)"),
-                         strict=True):  # fmt: skip
-        ax.set_title(f"{title} - SIMULATED")
-        ax.set_xlabel("offered load (queries/s)")
-        ax.grid(alpha=0.3)
-    axes[0].set_yscale("log")
-    axes[1].set_yscale("log")
-    axes[0].legend()
-    fig.tight_layout()
-    fig.savefig(RESULTS / f"{out}.png", dpi=110)
-    plt.close(fig)
+    sched_bench.plot_latency(rows, "strategy", list(STRATEGIES), "rate_qps",
+                             "offered load (queries/s)", out)  # fmt: skip
 
 
 if __name__ == "__main__":

@@ -442,28 +442,37 @@ def write_results(name: str, rows: list[dict[str, Any]], args: argparse.Namespac
 
 
 def plot(rows: list[dict[str, Any]], args: argparse.Namespace) -> None:
+    plot_latency(rows, "policy", args.policies, "load",
+                 "offered load (fraction of FCFS capacity)", "scheduler")  # fmt: skip
+
+
+def plot_latency(
+    rows: list[dict[str, Any]], series: str, names: list[str], x: str, xlabel: str, out: str
+) -> None:
+    """P50, P99 and throughput against offered load, one line per ``rows[series]`` value in
+    ``names`` (``x``: the column of the load); writes ``RESULTS/<out>.png``."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
     fig, axes = plt.subplots(1, 3, figsize=(15, 4.2))
-    for policy in args.policies:
-        mine = [r for r in rows if r["policy"] == policy]
-        x = [r["load"] for r in mine]
+    for name in names:
+        mine = [r for r in rows if r[series] == name]
         for ax, key in zip(axes, ("p50", "p99", "throughput"), strict=True):
-            ax.plot(x, [r[key] for r in mine], marker="o", label=policy)
+            ax.plot([r[x] for r in mine], [r[key] for r in mine], marker="o", label=name)
     for ax, title in zip(
         axes, ("P50 latency (s)", "P99 latency (s)", "throughput (queries/s)"), strict=True
     ):
         ax.set_title(f"{title} - SIMULATED")
-        ax.set_xlabel("offered load (fraction of FCFS capacity)")
+        ax.set_xlabel(xlabel)
         ax.grid(alpha=0.3)
     axes[0].set_yscale("log")
     axes[1].set_yscale("log")
     axes[0].legend()
     fig.tight_layout()
-    fig.savefig(RESULTS / "scheduler.png", dpi=110)
+    fig.savefig(RESULTS / f"{out}.png", dpi=110)
+    plt.close(fig)
 
 
 # -- sidecar overhead ---------------------------------------------------------------------------
