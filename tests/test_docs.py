@@ -44,3 +44,58 @@ def test_every_environment_variable_the_code_reads_is_declared() -> None:
             if path.is_file() and (path.suffix in {".py", ".sh"} or path.parent.name == "scripts"):
                 used |= set(re.findall(r"DUCKDB_SEM_[A-Z_]*[A-Z]", path.read_text()))
     assert used <= set(ENV_VARS), f"declare in duckdb_sem/config.py: {sorted(used - set(ENV_VARS))}"
+
+
+def _table_rows(text: str, heading: str) -> list[list[str]]:
+    """The cells of the first Markdown table under ``heading``."""
+    section = text.split(heading, 1)[1]
+    rows = []
+    for line in section.splitlines():
+        if line.startswith("|---"):
+            continue
+        if line.startswith("|"):
+            rows.append([c.strip() for c in re.split(r"(?<!\\)\|", line)[1:-1]])
+        elif rows:
+            break
+    return rows[1:]  # without the header
+
+
+def test_the_readme_configuration_table_is_exactly_the_declared_settings() -> None:
+    rows = _table_rows(README, "## Configuration")
+    documented = {v for row in rows for v in re.findall(r"`(DUCKDB_SEM_[A-Z_]+)`", row[0])}
+    assert documented == set(ENV_VARS)
+
+
+def test_the_readme_defaults_are_the_code_defaults() -> None:
+    from duckdb_sem.config import Settings
+    from duckdb_sem.scheduler.policies import DEFAULT_AGING_RATE
+
+    defaults = Settings()
+    fields = {
+        "DUCKDB_SEM_BACKEND": defaults.backend,
+        "DUCKDB_SEM_BATCH_SIZE": defaults.batch_size,
+        "DUCKDB_SEM_POLICY": defaults.policy,
+        "DUCKDB_SEM_RUNTIME": defaults.runtime,
+        "DUCKDB_SEM_SEU_ROWS": defaults.seu_rows,
+        "DUCKDB_SEM_ESTIMATOR_SAMPLE": defaults.estimator_sample,
+        "DUCKDB_SEM_AGING_RATE": f"{DEFAULT_AGING_RATE:g}",
+    }
+    table = {row[0].strip("`"): row[1] for row in _table_rows(README, "## Configuration")}
+    for var, value in fields.items():
+        assert table[var] == f"`{value}`", f"README says {var} defaults to {table[var]}"
+
+
+def test_the_backend_option_table_is_exactly_the_declared_options() -> None:
+    from duckdb_sem.backends.registry import known_kinds, options_of
+
+    docs = (ROOT / "docs" / "backends.md").read_text()
+    documented = {
+        (row[0].strip("`:"), row[1].strip("`"), row[2])
+        for row in _table_rows(docs, "## Spec options")
+    }
+    declared = {
+        (kind, o.name, "yes" if o.answers else "no")
+        for kind in known_kinds()
+        for o in options_of(kind)
+    }
+    assert documented == declared

@@ -16,6 +16,8 @@ Contract:
   ``Completion`` with ``value=None`` and ``error`` set (the caller counts it as a warning).
 - Transport failures raise :class:`~duckdb_sem.errors.BackendError` subclasses with the backend
   named in the message.
+- ``backend_id`` is derived from ``answers``, a frozen :class:`~.identity.Answers` holding every
+  option that can change an answer; options that cannot (threads, timeouts) stay out of it.
 - ``simulated`` is True only for the simulated backend, and every output that reports results
   from it must say so.
 """
@@ -26,9 +28,10 @@ import abc
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from duckdb_sem.backends.identity import Answers
 from duckdb_sem.llm.request import Completion, LLMRequest
 
-__all__ = ["RETRY_POLICY", "Backend", "Capacity", "Load", "RetryPolicy"]
+__all__ = ["RETRY_POLICY", "Answers", "Backend", "Capacity", "Load", "RetryPolicy"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -70,11 +73,13 @@ class Backend(abc.ABC):
     spec: str
     #: True only for simulated backends
     simulated: bool = False
+    #: every option that can change an answer (see :mod:`.identity`); set by ``__init__``
+    answers: Answers
 
     @property
-    @abc.abstractmethod
     def backend_id(self) -> str:
-        """Identity used in request signatures: kind, model and anything that changes answers."""
+        """Identity used in request signatures, derived from :attr:`answers` (every field)."""
+        return self.answers.identity()
 
     @abc.abstractmethod
     def complete(self, requests: Sequence[LLMRequest]) -> list[Completion]:

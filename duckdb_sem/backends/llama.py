@@ -21,7 +21,6 @@ Example: ``llama:?threads=2`` or ``llama:/models/qwen.gguf?n_ctx=4096``
 
 from __future__ import annotations
 
-import hashlib
 import json
 import logging
 import math
@@ -30,6 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from duckdb_sem.backends.base import RETRY_POLICY, Backend, Capacity
+from duckdb_sem.backends.llama_identity import OPTIONS, llama_answers
 from duckdb_sem.backends.llama_model import (
     DEFAULT_MODEL_FILE,
     default_model_path,
@@ -46,10 +46,15 @@ from duckdb_sem.backends.llama_prompts import (
 from duckdb_sem.backends.registry import BackendSpec
 from duckdb_sem.errors import ConfigError
 from duckdb_sem.llm.outputs import OutputParseError, TypeSpec, parse_type
-from duckdb_sem.llm.prompts import DECIDE_EXAMPLES
 from duckdb_sem.llm.request import Completion, LLMRequest, Task
 
-__all__ = ["DEFAULT_MODEL_FILE", "LlamaBackend", "default_model_path", "from_spec"]
+__all__ = [
+    "DEFAULT_MODEL_FILE",
+    "OPTIONS",
+    "LlamaBackend",
+    "default_model_path",
+    "from_spec",
+]
 
 log = logging.getLogger(__name__)
 
@@ -78,15 +83,7 @@ class LlamaBackend(Backend):
         self._calibration: dict[str, float] = {}  # prefix -> content-free margin
         self._grammars: dict[str, Any] = {}  # sql type -> LlamaGrammar
         self._shared: dict[str, list[int]] = {}  # prefix -> tokens shared by all its rows
-        examples = json.dumps(DECIDE_EXAMPLES).encode()
-        self._id = (
-            f"llama:{path.name}:{path.stat().st_size}:ctx{n_ctx}:"
-            f"fewshot-{hashlib.sha256(examples).hexdigest()[:10]}:cal-{_CONTENT_FREE!r}"
-        )
-
-    @property
-    def backend_id(self) -> str:
-        return self._id
+        self.answers = llama_answers(path, n_ctx=n_ctx, calibration=f"{_CONTENT_FREE!r}")
 
     def capacity(self) -> Capacity:
         return Capacity(max_batch=16, max_concurrent_batches=1)

@@ -30,11 +30,12 @@ import threading
 import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor, wait
+from dataclasses import dataclass
 from typing import Any
 
 import httpx
 
-from duckdb_sem.backends.base import RETRY_POLICY, Backend, Capacity, Load, RetryPolicy
+from duckdb_sem.backends.base import RETRY_POLICY, Answers, Backend, Capacity, Load, RetryPolicy
 from duckdb_sem.backends.connections import ThreadClients
 from duckdb_sem.backends.openai_server import (
     API_KEY_ENV,
@@ -49,8 +50,9 @@ from duckdb_sem.backends.openai_wire import (
     post_once,
     read_completion,
 )
-from duckdb_sem.backends.registry import BackendSpec
+from duckdb_sem.backends.registry import BackendSpec, SpecOption
 from duckdb_sem.backends.retry import (
+    RETRY_OPTIONS,
     TRANSPORT_RETRY,
     TransportRetry,
     call_with_retry,
@@ -59,9 +61,38 @@ from duckdb_sem.backends.retry import (
 from duckdb_sem.errors import ConfigError
 from duckdb_sem.llm.request import Completion, LLMRequest
 
-__all__ = ["API_KEY_ENV", "OpenAIBackend", "decide_from_logprobs", "from_spec"]
+__all__ = [
+    "API_KEY_ENV",
+    "OPTIONS",
+    "OpenAIAnswers",
+    "OpenAIBackend",
+    "decide_from_logprobs",
+    "from_spec",
+]
 
 logger = logging.getLogger(__name__)
+
+#: version of the chat layout :func:`.openai_wire.chat_body` sends (system prefix, user row);
+#: bump it when the layout changes, so cached answers of the old layout are not served
+WIRE_FORMAT = 1
+
+OPTIONS = (
+    SpecOption("model", "served model name (default: the server's only model)", True),
+    SpecOption("threshold", "log-odds above which a decision is yes (default 0)", True),
+    SpecOption("top_logprobs", "alternatives read for a decision (default 20)", True),
+    SpecOption("concurrency", "requests in flight (default 32 on vLLM/sim, else 2)"),
+    SpecOption("timeout", "seconds to wait for one HTTP answer (default 60)"),
+    SpecOption("api_key_env", "environment variable holding the API key"),
+    *RETRY_OPTIONS,
+)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class OpenAIAnswers(Answers):
+    server: str  # base URL: another server may serve another build of the same name
+    threshold: float = 0.0
+    top_logprobs: int = 20
+    wire_format: int = WIRE_FORMAT
 
 
 class OpenAIBackend(Backend):
@@ -102,6 +133,13 @@ class OpenAIBackend(Backend):
         except BaseException:
             self._clients.close()  # do not leak the connections of a backend never returned
             raise
+        self.answers = OpenAIAnswers(
+            kind="openai",
+            model=self.model,
+            server=self.base_url,
+            threshold=threshold,
+            top_logprobs=top_logprobs,
+        )
         default = 32 if self.server_kind in ("vllm", "sim") else 2
         self.concurrency = max(1, concurrency or default)
         self._pool = ThreadPoolExecutor(
@@ -120,10 +158,6 @@ class OpenAIBackend(Backend):
     @property
     def simulated(self) -> bool:  # type: ignore[override]
         return self.server_kind == "sim"
-
-    @property
-    def backend_id(self) -> str:
-        return f"openai:{self.base_url}:{self.model}"
 
     def capacity(self) -> Capacity:
         return Capacity(max_batch=self.concurrency, max_concurrent_batches=2)
@@ -247,6 +281,7 @@ def from_spec(spec: BackendSpec) -> OpenAIBackend:
         concurrency=spec.int_option("concurrency", 0) or None,
         timeout=spec.float_option("timeout", 60.0),
         threshold=spec.float_option("threshold", 0.0),
+        top_logprobs=spec.int_option("top_logprobs", 20),
         transport_retry=policy_from_spec(spec),
         spec=spec.raw,
     )

@@ -9,18 +9,33 @@ test      ``test:?yes_if=good&latency_ms=0``                     deterministic r
 
 Other kinds (``openai:``, ``vllm:``, ``sim:``) register themselves in ``_FACTORIES`` from their
 own modules; the registry imports a backend's module only when its kind is asked for.
+
+Each backend module declares the options its spec takes in ``OPTIONS`` (a tuple of
+:class:`SpecOption`, documented in docs/backends.md); an option it does not declare is an
+error naming the valid ones, with the closest as a suggestion (``modle`` -> ``model``), never
+silently ignored.
 """
 
 from __future__ import annotations
 
+import difflib
 import importlib
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from urllib.parse import parse_qsl
 
 from duckdb_sem.backends.base import Backend
 from duckdb_sem.errors import ConfigError
 
-__all__ = ["BackendSpec", "create_backend", "known_kinds", "parse_spec"]
+__all__ = [
+    "BackendSpec",
+    "SpecOption",
+    "create_backend",
+    "known_kinds",
+    "options_of",
+    "parse_spec",
+    "unknown_name_error",
+]
 
 # kind -> "module:factory"; the factory takes a BackendSpec and returns a Backend.
 _FACTORIES: dict[str, str] = {
@@ -33,11 +48,39 @@ _FACTORIES: dict[str, str] = {
 
 
 @dataclass(frozen=True, slots=True)
+class SpecOption:
+    """One ``key=value`` a backend spec accepts; ``answers``: it can change answers, so it is
+    part of the backend's identity (and the cache key)."""
+
+    name: str
+    doc: str
+    answers: bool = False
+
+
+def unknown_name_error(what: str, name: str, valid: Iterable[str]) -> str:
+    """``unknown WHAT 'name'; did you mean 'x'? Valid: a, b, c`` (difflib's closest match)."""
+    names = sorted(set(valid))
+    close = difflib.get_close_matches(name, names, n=1, cutoff=0.6)
+    hint = f"; did you mean {close[0]!r}?" if close else ""
+    return f"unknown {what} {name!r}{hint} Valid: {', '.join(names) or '(none)'}"
+
+
+@dataclass(frozen=True, slots=True)
 class BackendSpec:
     raw: str
     kind: str
     target: str
     options: tuple[tuple[str, str], ...]
+
+    def check_options(self, known: Sequence[SpecOption]) -> None:
+        """Raise :class:`ConfigError` for an option that is not in ``known``."""
+        names = {o.name for o in known}
+        for key, _ in self.options:
+            if key not in names:
+                raise ConfigError(
+                    f"backend {self.raw!r}: "
+                    + unknown_name_error(f"{self.kind}: option", key, names)
+                )
 
     def option(self, key: str, default: str | None = None) -> str | None:
         for k, v in self.options:
@@ -77,8 +120,10 @@ def parse_spec(spec: str) -> BackendSpec:
     raw = spec.strip()
     kind, sep, rest = raw.partition(":")
     if not sep or kind not in _FACTORIES:
+        close = difflib.get_close_matches(kind, _FACTORIES, n=1)
+        hint = f"; did you mean {close[0] + ':'!r}?" if close else ""
         raise ConfigError(
-            f"unknown backend {spec!r}; use KIND:TARGET with KIND one of "
+            f"unknown backend {spec!r}{hint} Use KIND:TARGET with KIND one of "
             f"{', '.join(_FACTORIES)} (for example 'llama:' for the embedded model)"
         )
     # openai targets are URLs and carry their own '?': the last '?' starts our options.
@@ -100,5 +145,13 @@ def create_backend(spec: str | Backend) -> Backend:
             f"backend kind {parsed.kind!r} is not available: {err}. "
             "Install the package it needs (see docs/backends.md)."
         ) from err
+    parsed.check_options(module.OPTIONS)
     backend: Backend = getattr(module, attr)(parsed)
     return backend
+
+
+def options_of(kind: str) -> tuple[SpecOption, ...]:
+    """The options ``kind``'s spec accepts (imports its module; vLLM itself is not needed)."""
+    module_name = _FACTORIES[kind].partition(":")[0]
+    options: tuple[SpecOption, ...] = importlib.import_module(module_name).OPTIONS
+    return options

@@ -30,11 +30,12 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TypeVar
 
-from duckdb_sem.backends.registry import BackendSpec
+from duckdb_sem.backends.registry import BackendSpec, SpecOption
 from duckdb_sem.errors import BackendError
 
 __all__ = [
     "RETRYABLE_STATUS",
+    "RETRY_OPTIONS",
     "TRANSPORT_RETRY",
     "Transient",
     "TransportRetry",
@@ -74,6 +75,14 @@ class TransportRetry:
 
 
 TRANSPORT_RETRY = TransportRetry()
+
+
+#: the spec options of :func:`policy_from_spec`, accepted by every networked backend
+RETRY_OPTIONS = (
+    SpecOption("retries", "transport retries after the first try (default 4)"),
+    SpecOption("retry_budget", "seconds one request may spend on tries and waits (default 60)"),
+    SpecOption("retry_backoff", "first backoff in seconds, doubled per retry (default 0.25)"),
+)
 
 
 def policy_from_spec(spec: BackendSpec) -> TransportRetry:

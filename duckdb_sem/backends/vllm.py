@@ -20,19 +20,40 @@ import logging
 import os
 import threading
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
-from duckdb_sem.backends.base import RETRY_POLICY, Backend, Capacity, Load, RetryPolicy
+from duckdb_sem.backends.base import RETRY_POLICY, Answers, Backend, Capacity, Load, RetryPolicy
+from duckdb_sem.backends.identity import digest
 from duckdb_sem.backends.openai import decide_from_logprobs
-from duckdb_sem.backends.registry import BackendSpec
+from duckdb_sem.backends.registry import BackendSpec, SpecOption
 from duckdb_sem.errors import BackendUnavailableError, ConfigError
 from duckdb_sem.llm.outputs import OutputParseError, parse_type
 from duckdb_sem.llm.request import Completion, LLMRequest, Task
 
-__all__ = ["VLLMBackend", "from_spec"]
+__all__ = ["OPTIONS", "VLLMAnswers", "VLLMBackend", "from_spec"]
 
 logger = logging.getLogger(__name__)
 _ANSWER_WORDS = ("yes", "Yes", " yes", " Yes", "YES", "no", "No", " no", " No", "NO")
+
+OPTIONS = (
+    SpecOption(
+        "max_model_len", "context length; longer prompts are truncated (default 2048)", True
+    ),
+    SpecOption("threshold", "log-odds above which a decision is yes (default 0)", True),
+    SpecOption("top_logprobs", "alternatives read for a decision (default 20)", True),
+    SpecOption("max_num_seqs", "sequences vLLM batches at once (default 64)"),
+    SpecOption("gpu_memory_utilization", "share of GPU memory (on CPU: RAM) vLLM reserves"),
+)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class VLLMAnswers(Answers):
+    max_model_len: int = 2048
+    threshold: float = 0.0
+    top_logprobs: int = 20
+    chat_template: str = ""  # digest of the tokenizer's chat template: the prompt format
+    answer_words: str = digest(_ANSWER_WORDS)  # the tokens a decision is constrained to
 
 
 def _import_vllm() -> Any:
@@ -87,6 +108,14 @@ class VLLMBackend(Backend):
             for tok in self._tokenizer.encode(word, add_special_tokens=False)[:1]
         }
         self._answer_ids = sorted(ids)
+        self.answers = VLLMAnswers(
+            kind="vllm",
+            model=model,
+            max_model_len=max_model_len,
+            threshold=threshold,
+            top_logprobs=top_logprobs,
+            chat_template=digest([getattr(self._tokenizer, "chat_template", None) or ""]),
+        )
         self._cond = threading.Condition()
         self._incoming: list[tuple[str, str, Any]] = []
         self._aborts: list[str] = []
@@ -97,10 +126,6 @@ class VLLMBackend(Backend):
         self.warnings = 0
         self._thread = threading.Thread(target=self._loop, name="duckdb-sem-vllm", daemon=True)
         self._thread.start()
-
-    @property
-    def backend_id(self) -> str:
-        return f"vllm:{self.model}"
 
     def capacity(self) -> Capacity:
         return Capacity(max_batch=self.max_num_seqs, max_concurrent_batches=2)
@@ -269,6 +294,7 @@ def from_spec(spec: BackendSpec) -> VLLMBackend:
         max_num_seqs=spec.int_option("max_num_seqs", 64),
         max_model_len=spec.int_option("max_model_len", 2048),
         threshold=spec.float_option("threshold", 0.0),
+        top_logprobs=spec.int_option("top_logprobs", 20),
         spec=spec.raw,
         engine_options=engine_options,
     )

@@ -5,6 +5,10 @@ determines the answer: backend and model, decoding parameters, output type, oper
 prefix and rendered row. SQLite in WAL mode makes writes atomic and crash-safe (a killed
 process leaves either the old or the new row, never a torn one) and lets several processes share
 the file. Failed completions (``error`` set) are not cached, so a rerun retries them.
+
+A damaged file (a corrupted page, a file that is not a database) raises
+:class:`~duckdb_sem.errors.ConfigError` naming the file and the fix, never a raw
+``sqlite3.DatabaseError``.
 """
 
 from __future__ import annotations
@@ -13,7 +17,8 @@ import logging
 import sqlite3
 import threading
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
+from contextlib import contextmanager
 from pathlib import Path
 
 from duckdb_sem.errors import ConfigError
@@ -32,6 +37,14 @@ CREATE TABLE IF NOT EXISTS completions (
 """
 
 
+def _damaged(path: Path, err: sqlite3.Error) -> ConfigError:
+    return ConfigError(
+        f"the LLM cache {path} is damaged or not a cache file ({err}); delete it (it only holds "
+        "answers that can be asked again), point DUCKDB_SEM_CACHE at another file, or set it "
+        "to 'off'"
+    )
+
+
 class LLMCache:
     """Thread-safe; one connection per cache object, serialized by a lock."""
 
@@ -45,20 +58,30 @@ class LLMCache:
             self._db.execute(_SCHEMA)
             self._db.commit()
         except (OSError, sqlite3.Error) as err:
+            if isinstance(err, sqlite3.DatabaseError):
+                raise _damaged(self.path, err) from None
             raise ConfigError(
                 f"cannot open the LLM cache at {self.path}: {err}; set DUCKDB_SEM_CACHE to a "
                 "writable file, or to 'off' to disable caching"
             ) from None
         self._lock = threading.Lock()
 
+    @contextmanager
+    def _locked(self) -> Iterator[sqlite3.Connection]:
+        with self._lock:
+            try:
+                yield self._db
+            except sqlite3.DatabaseError as err:
+                raise _damaged(self.path, err) from None
+
     def get_many(self, signatures: Iterable[str]) -> dict[str, Completion]:
         keys = list(dict.fromkeys(signatures))
         found: dict[str, Completion] = {}
-        with self._lock:
+        with self._locked() as db:
             for start in range(0, len(keys), 500):
                 chunk = keys[start : start + 500]
                 marks = ",".join("?" * len(chunk))
-                rows = self._db.execute(
+                rows = db.execute(
                     f"SELECT signature, completion FROM completions WHERE signature IN ({marks})",
                     chunk,
                 ).fetchall()
@@ -74,22 +97,22 @@ class LLMCache:
         rows = [(sig, c.to_json(), now) for sig, c in items.items() if c.error is None]
         if not rows:
             return
-        with self._lock:
-            self._db.executemany(
+        with self._locked() as db:
+            db.executemany(
                 "INSERT OR REPLACE INTO completions (signature, completion, created) VALUES (?, ?, ?)",
                 rows,
             )
-            self._db.commit()
+            db.commit()
 
     def __len__(self) -> int:
-        with self._lock:
-            (count,) = self._db.execute("SELECT count(*) FROM completions").fetchone()
+        with self._locked() as db:
+            (count,) = db.execute("SELECT count(*) FROM completions").fetchone()
         return int(count)
 
     def clear(self) -> None:
-        with self._lock:
-            self._db.execute("DELETE FROM completions")
-            self._db.commit()
+        with self._locked() as db:
+            db.execute("DELETE FROM completions")
+            db.commit()
 
     def close(self) -> None:
         with self._lock:

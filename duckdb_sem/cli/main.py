@@ -44,6 +44,7 @@ class _LazyGroup(click.Group):
 
 
 @click.group(cls=_LazyGroup)
+@click.version_option(package_name="duckdb-sem", prog_name="duckdb-sem")
 @click.option("-v", "--verbose", count=True, help="Log more (-v info, -vv debug) to stderr.")
 def cli(verbose: int) -> None:
     """Semantic SQL for DuckDB: sem_filter, sem_map, sem_join and sem_agg backed by LLMs."""

@@ -57,3 +57,26 @@ def test_several_processes_share_one_file(tmp_path: Path) -> None:
     cache = LLMCache(path)
     assert len(cache) == 150
     assert cache.get_many(["k0", "k149"])["k149"].value == 149
+
+
+def test_a_corrupted_page_is_a_clear_error_naming_the_file(tmp_path: Path) -> None:
+    path = tmp_path / "c.sqlite"
+    cache = LLMCache(path)
+    cache.put_many({f"sig{i:05d}": _completion("x" * 200) for i in range(2000)})
+    cache.close()
+    data = bytearray(path.read_bytes())
+    assert len(data) > 8 * 4096
+    data[3 * 4096 : 6 * 4096] = b"\xff" * (3 * 4096)  # pages of the table's b-tree
+    path.write_bytes(bytes(data))
+    with pytest.raises(ConfigError) as err:
+        reopened = LLMCache(path)
+        reopened.get_many(f"sig{i:05d}" for i in range(2000))
+        len(reopened)
+    assert str(path) in str(err.value) and "delete it" in str(err.value)
+
+
+def test_a_file_that_is_not_a_cache_is_a_clear_error(tmp_path: Path) -> None:
+    path = tmp_path / "notes.txt"
+    path.write_text("not a database\n" * 1000)
+    with pytest.raises(ConfigError, match="damaged or not a cache file"):
+        LLMCache(path)

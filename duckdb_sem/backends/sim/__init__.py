@@ -7,12 +7,13 @@ backend as an OpenAI-compatible HTTP server. See ``docs/backends.md``.
 
 from __future__ import annotations
 
-from duckdb_sem.backends.sim.backend import SimBackend, from_spec
+from duckdb_sem.backends.sim.backend import OPTIONS, SimBackend, from_spec
 from duckdb_sem.backends.sim.engine import EngineStats
 from duckdb_sem.backends.sim.oracles import HashOracle, LookupOracle, NoLabel, Oracle
 from duckdb_sem.backends.sim.profiles import PROFILES, SimProfile, get_profile
 
 __all__ = [
+    "OPTIONS",
     "PROFILES",
     "EngineStats",
     "HashOracle",

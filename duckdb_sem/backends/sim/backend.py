@@ -22,11 +22,13 @@ import json
 import logging
 import threading
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
-from duckdb_sem.backends.base import RETRY_POLICY, Backend, Capacity, Load, RetryPolicy
-from duckdb_sem.backends.registry import BackendSpec, parse_spec
+from duckdb_sem.backends.base import RETRY_POLICY, Answers, Backend, Capacity, Load, RetryPolicy
+from duckdb_sem.backends.registry import BackendSpec, SpecOption, parse_spec
 from duckdb_sem.backends.retry import (
+    RETRY_OPTIONS,
     TRANSPORT_RETRY,
     TransportRetry,
     call_with_retry,
@@ -48,9 +50,29 @@ from duckdb_sem.errors import ConfigError
 from duckdb_sem.llm.outputs import OutputParseError, parse_type
 from duckdb_sem.llm.request import Completion, LLMRequest, Task
 
-__all__ = ["SimBackend", "from_spec"]
+__all__ = ["OPTIONS", "SimAnswers", "SimBackend", "from_spec"]
 
 logger = logging.getLogger(__name__)
+
+OPTIONS = (
+    SpecOption("selectivity", "share of yes decisions of the hash oracle (default 0.5)", True),
+    SpecOption("seed", "seed of the hash oracle and of injected faults (default 0)", True),
+    SpecOption("output_words", "words per generated answer (default 8)", True),
+    SpecOption("malformed", "share of generated answers that do not parse (default 0)", True),
+    SpecOption("labels", "CSV file of key,label answers (a lookup oracle)", True),
+    SpecOption("positive", "labels that count as yes, |-separated", True),
+    SpecOption("time_scale", "real seconds slept per simulated second (default 0)"),
+    SpecOption("fault", "injected transport fault: timeout|hang|reset|429|500|truncate"),
+    SpecOption("fail_rate", "share of batches the fault hits (default 1)"),
+    SpecOption("hang_s", "seconds a hang fault lasts (default 30)"),
+    *RETRY_OPTIONS,
+)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SimAnswers(Answers):
+    oracle: str  # the oracle's identity: its rule, seed, labels
+    malformed: float = 0.0
 
 
 class SimBackend(Backend):
@@ -79,15 +101,14 @@ class SimBackend(Backend):
         self.faults = faults
         self.transport_retry = transport_retry
         self.spec = spec or f"sim:{self.profile.name}"
+        self.answers = SimAnswers(
+            kind="sim", model=self.profile.model, oracle=self.oracle.identity, malformed=malformed
+        )
         self.engine = VirtualEngine(self.profile, time_scale=time_scale)
         self.warnings = 0  # requests answered NULL after all retries
         self._lock = threading.Lock()
         self._live: dict[int, list[SeqState]] = {}  # id(request) -> its live sequences
         logger.info("SIMULATED backend %s: %s", self.spec, self.profile.summary())
-
-    @property
-    def backend_id(self) -> str:
-        return f"sim:{self.profile.model}:{self.oracle.identity}:{self.malformed}"
 
     @property
     def virtual_seconds(self) -> float:

@@ -1,0 +1,43 @@
+"""What can change the answers of ``llama:``: its identity (see :mod:`.identity`) and spec options.
+
+Kept apart from :mod:`.llama` so the identity can be built and tested without loading a model.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from duckdb_sem.backends.identity import Answers, digest
+from duckdb_sem.backends.registry import SpecOption
+from duckdb_sem.llm.prompts import DECIDE_EXAMPLES
+
+__all__ = ["OPTIONS", "PROMPT_FORMAT", "LlamaAnswers", "llama_answers"]
+
+#: version of how :mod:`.llama_prompts` lays out chats (prefix, few-shot turns, row); bump it
+#: when the layout changes, so cached answers of the old layout are not served
+PROMPT_FORMAT = 1
+
+OPTIONS = (
+    SpecOption("n_ctx", "context length in tokens; longer prompts are cut (default 2048)", True),
+    SpecOption("threads", "CPU threads (default: the CPUs this process may use, at most 8)"),
+)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class LlamaAnswers(Answers):
+    n_ctx: int = 2048
+    few_shot: str = ""  # digest of the few-shot examples in every decision's prefix
+    calibration: str = ""  # how content-free calibration rows are built
+    prompt_format: int = PROMPT_FORMAT
+
+
+def llama_answers(path: Path, *, n_ctx: int, calibration: str) -> LlamaAnswers:
+    """The identity of the model file at ``path`` (name and size) under these options."""
+    return LlamaAnswers(
+        kind="llama",
+        model=f"{path.name}:{path.stat().st_size}",
+        n_ctx=n_ctx,
+        few_shot=digest(DECIDE_EXAMPLES),
+        calibration=calibration,
+    )
