@@ -7,10 +7,17 @@ process may use, at most 8) and ``n_ctx`` (default 2048).
 Decisions are not generated text: the instruction and fixed few-shot examples form a shared chat
 prefix whose KV cache is reused across rows, and the answer is the log-probability margin of the
 "yes" tokens over the "no" tokens at the start of the assistant turn. Tiny models are biased
-towards one answer, so the margin is *contextually calibrated* (Zhao et al. 2021): the margin of
-a content-free (empty) row under the same prefix is subtracted, and the decision is
-``calibrated > 0``. Typed generation uses a grammar derived from the output type, so the output
-parses; malformed output is retried per ``RETRY_POLICY`` and then returned as ``value=None``.
+towards one answer, and the bias depends on the question, so the margin is *contextually
+calibrated per template* (Zhao et al. 2021): the mean margin of content-free rows built from the
+request's own template (its fields blanked, or filled with "N/A", "[MASK]", "...") is
+subtracted, and the decision is ``calibrated > 0``. A closed answer (``Task.CLASSIFY``: BOOLEAN
+maps, integer scales, labels) is scored in one forward pass, no decoding: each label's
+log-probability, calibrated against the same content-free rows; the answer is the best label
+(its ``score`` is, for a numeric scale, the calibrated expectation, which ranks rows more
+finely). The template's text before its first field joins the KV-shared prefix, so only the
+row's own values are evaluated per row. Typed generation uses a grammar derived from the
+output type, so the output parses; malformed output is retried per ``RETRY_POLICY`` and then
+returned as ``value=None``.
 
 One llama.cpp context per (path, n_ctx, threads) per process, shared by all backend instances and
 guarded by a lock: contexts are not thread-safe, and a second copy would only halve the cache
@@ -37,6 +44,7 @@ from duckdb_sem.backends.llama_model import (
     load_model,
 )
 from duckdb_sem.backends.llama_prompts import (
+    choice_messages,
     decide_messages,
     fit_prompt,
     json_schema,
@@ -58,10 +66,12 @@ __all__ = [
 
 log = logging.getLogger(__name__)
 
-# The content-free calibration row (Zhao et al. 2021). An empty user turn beat "N/A" and
-# "[MASK]" on Rotten Tomatoes (accuracy 0.64-0.69 against 0.51: every review outscored "N/A").
+# Content-free calibration rows (Zhao et al. 2021): a request without a template (hand-built)
+# is calibrated on an empty user turn; one with a template on the template with its fields
+# filled by each of ``llm.request.CONTENT_FREE_FILLERS``, averaged.
 _CONTENT_FREE = ""
-_MAX_CALIBRATIONS = 256  # prefixes whose content-free margin is remembered
+_CALIBRATION = "template-v1"  # how content-free rows are built; part of the backend id
+_MAX_CALIBRATIONS = 256  # (prefix, template) pairs whose content-free scores are remembered
 
 
 def _logsumexp(values: Sequence[float]) -> float:
@@ -80,10 +90,12 @@ class LlamaBackend(Backend):
         self.n_ctx = n_ctx
         self.threads = threads
         self._model = load_model(path, n_ctx, threads)
-        self._calibration: dict[str, float] = {}  # prefix -> content-free margin
+        # (task, prefix, template) -> content-free margin (decisions) or label log-probabilities
+        self._calibration: dict[tuple[object, ...], Any] = {}
         self._grammars: dict[str, Any] = {}  # sql type -> LlamaGrammar
-        self._shared: dict[str, list[int]] = {}  # prefix -> tokens shared by all its rows
-        self.answers = llama_answers(path, n_ctx=n_ctx, calibration=f"{_CONTENT_FREE!r}")
+        # (prefix, lead, few-shot?) -> tokens shared by all its rows
+        self._shared: dict[tuple[str, str, bool], list[int]] = {}
+        self.answers = llama_answers(path, n_ctx=n_ctx, calibration=_CALIBRATION)
 
     def capacity(self) -> Capacity:
         return Capacity(max_batch=16, max_concurrent_batches=1)
@@ -94,13 +106,15 @@ class LlamaBackend(Backend):
 
     def complete(self, requests: Sequence[LLMRequest]) -> list[Completion]:
         # Same-prefix requests back to back keep the prefix's KV cache warm.
-        order = sorted(range(len(requests)), key=lambda i: (requests[i].prefix, i))
+        order = sorted(range(len(requests)), key=lambda i: (_cache_key(requests[i]), i))
         out: dict[int, Completion] = {}
         with self._model.lock:
             for i in order:
                 request = requests[i]
                 if request.output.task is Task.DECIDE:
                     out[i] = self._decide(request)
+                elif request.output.task is Task.CLASSIFY:
+                    out[i] = self._classify(request)
                 else:
                     out[i] = self._generate(request)
         return [out[i] for i in range(len(requests))]
@@ -111,34 +125,124 @@ class LlamaBackend(Backend):
     # -- decisions -----------------------------------------------------------------------
 
     def _decide(self, request: LLMRequest) -> Completion:
-        if request.prefix not in self._calibration:
-            if len(self._calibration) >= _MAX_CALIBRATIONS:
-                self._calibration.pop(next(iter(self._calibration)))
-            self._calibration[request.prefix] = self._margin(request.prefix, _CONTENT_FREE)[0]
-        margin, n_prompt = self._margin(request.prefix, request.row)
-        score = margin - self._calibration[request.prefix]
+        key = _cache_key(request)
+        offset = self._calibration.get(key)
+        if offset is None:
+            rows = _content_free_rows(request)
+            offset = sum(self._margin(request, row)[0] for row in rows) / len(rows)
+            self._remember(key, offset)
+        margin, n_prompt = self._margin(request, request.row)
+        score = margin - offset
         yes = score > 0
         return Completion(yes, "yes" if yes else "no", n_prompt, 1, score)
 
-    def _margin(self, prefix: str, row: str) -> tuple[float, int]:
+    def _margin(self, request: LLMRequest, row: str) -> tuple[float, int]:
         """log P(yes tokens) - log P(no tokens) as the assistant turn starts, and prompt size."""
-        shared = self._shared_tokens(prefix)
-        tokens = fit_prompt(self._model, decide_messages(prefix, row), reserve=1, n_ctx=self.n_ctx)
-        self._eval_after_prefix(shared, tokens)
-        import llama_cpp
-
-        logits = llama_cpp.llama_get_logits_ith(self._model.llama._ctx.ctx, -1)
+        messages = decide_messages(request.prefix, row)
+        tokens = fit_prompt(self._model, messages, reserve=1, n_ctx=self.n_ctx)
+        self._eval_after_prefix(self._shared_for(request, row, tokens, examples=True), tokens)
+        logits = self._last_logits()
         yes = _logsumexp([logits[t] for t in self._model.yes_ids])
         no = _logsumexp([logits[t] for t in self._model.no_ids])
         return yes - no, len(tokens)
 
-    def _shared_tokens(self, prefix: str) -> list[int]:
-        """The tokens every row of ``prefix`` starts with, whatever the chat template."""
-        if prefix not in self._shared:
+    def _remember(self, key: tuple[object, ...], value: Any) -> None:
+        if len(self._calibration) >= _MAX_CALIBRATIONS:
+            self._calibration.pop(next(iter(self._calibration)))
+        self._calibration[key] = value
+
+    def _last_logits(self) -> Any:
+        import llama_cpp
+
+        return llama_cpp.llama_get_logits_ith(self._model.llama._ctx.ctx, -1)
+
+    # -- closed answers --------------------------------------------------------------------
+
+    def _classify(self, request: LLMRequest) -> Completion:
+        """The label of highest calibrated probability, scored, not generated."""
+        labels = request.output.labels
+        key = _cache_key(request)
+        prior = self._calibration.get(key)
+        if prior is None:
+            rows = _content_free_rows(request)
+            probs = [_softmax(self._label_logprobs(request, row)[0]) for row in rows]
+            prior = [math.log(sum(p[j] for p in probs) / len(probs)) for j in range(len(labels))]
+            self._remember(key, prior)
+        raw, n_prompt = self._label_logprobs(request, request.row)
+        calibrated = _softmax([lp - c for lp, c in zip(raw, prior, strict=True)])
+        best = max(range(len(labels)), key=lambda j: calibrated[j])
+        try:
+            value = parse_type(request.output.sql_type).parse(labels[best])
+        except OutputParseError as err:  # a label that is not of the type: NULL, said why
+            return Completion(None, labels[best], n_prompt, 1, error=str(err))
+        # The score ranks rows: a scale's expectation (argmax alone ties too often), else the
+        # best label's calibrated probability.
+        score = calibrated[best]
+        if isinstance(value, int | float) and not isinstance(value, bool):
+            score = sum(float(lab) * p for lab, p in zip(labels, calibrated, strict=True))
+        return Completion(value, labels[best], n_prompt, 1, score)
+
+    def _label_logprobs(self, request: LLMRequest, row: str) -> tuple[list[float], int]:
+        """log P(label) for each label at the start of the assistant turn, and prompt size."""
+        messages = choice_messages(request.prefix, row)
+        tokens = fit_prompt(self._model, messages, reserve=8, n_ctx=self.n_ctx)
+        self._eval_after_prefix(self._shared_for(request, row, tokens, examples=False), tokens)
+        spellings = [self._spellings(label) for label in request.output.labels]
+        if all(len(s) == 1 for variants in spellings for s in variants):
+            logits = self._last_logits()
+            first = [_logsumexp([logits[s[0]] for s in variants]) for variants in spellings]
+            return first, len(tokens)
+        return [self._sequence_logprob(tokens, v) for v in spellings], len(tokens)
+
+    def _spellings(self, label: str) -> list[list[int]]:
+        """Token sequences of a label's spellings (as written, lower case, capitalised)."""
+        variants = dict.fromkeys([label, label.lower(), label[:1].upper() + label[1:]])
+        return [tokenize(self._model, v, special=False) or [0] for v in variants]
+
+    def _sequence_logprob(self, prompt: list[int], variants: list[list[int]]) -> float:
+        """log of the summed probability of the variants' token sequences after ``prompt``."""
+        import numpy as np
+
+        llama = self._model.llama
+        n_vocab = llama.n_vocab()
+
+        def logprobs() -> Any:
+            row = np.ctypeslib.as_array(self._last_logits(), shape=(n_vocab,)).astype(np.float64)
+            row -= row.max()
+            return row - math.log(float(np.exp(row).sum()))
+
+        after_prompt = logprobs()
+        totals = []
+        for seq in variants:
+            total = float(after_prompt[seq[0]])
+            for i in range(1, len(seq)):
+                llama.n_tokens = len(prompt) + i - 1
+                llama.eval([seq[i - 1]])
+                total += float(logprobs()[seq[i]])
+            totals.append(total)
+        llama.n_tokens = len(prompt)  # later rows see the prompt's cache, not a label's
+        return _logsumexp(totals)
+
+    # -- the shared prefix -----------------------------------------------------------------
+
+    def _shared_for(
+        self, request: LLMRequest, row: str, tokens: list[int], *, examples: bool
+    ) -> list[int]:
+        """The longest cached prefix these tokens start with: instruction and template lead."""
+        lead = request.template.lead if request.template is not None else ""
+        if lead and row.startswith(lead):
+            shared = self._shared_tokens(request.prefix, lead, examples)
+            if tokens[: len(shared)] == shared and len(shared) < len(tokens):
+                return shared
+        return self._shared_tokens(request.prefix, "", examples)
+
+    def _shared_tokens(self, prefix: str, lead: str, examples: bool) -> list[int]:
+        key = (prefix, lead, examples)
+        if key not in self._shared:
             if len(self._shared) >= _MAX_CALIBRATIONS:
                 self._shared.pop(next(iter(self._shared)))
-            self._shared[prefix] = shared_tokens(self._model, prefix)
-        return self._shared[prefix]
+            self._shared[key] = shared_tokens(self._model, prefix, lead, examples=examples)
+        return self._shared[key]
 
     def _eval_after_prefix(self, shared: list[int], tokens: list[int]) -> None:
         """Evaluate ``tokens``, reusing the KV cache of ``shared`` when it is already there.
@@ -209,6 +313,26 @@ class LlamaBackend(Backend):
             schema = json.dumps(json_schema(spec))
             self._grammars[spec.sql] = LlamaGrammar.from_json_schema(schema, verbose=False)
         return self._grammars[spec.sql]
+
+
+def _cache_key(request: LLMRequest) -> tuple[object, ...]:
+    """What a request's calibration and shared prefix depend on."""
+    template = request.template
+    pieces = template.pieces if template is not None else None
+    return (request.output.task.value, request.prefix, pieces, request.output.labels)
+
+
+def _content_free_rows(request: LLMRequest) -> tuple[str, ...]:
+    if request.template is None or not request.template.fields:
+        return (_CONTENT_FREE,)
+    return request.template.content_free()
+
+
+def _softmax(values: Sequence[float]) -> list[float]:
+    top = max(values)
+    exps = [math.exp(v - top) for v in values]
+    total = sum(exps)
+    return [e / total for e in exps]
 
 
 def from_spec(spec: BackendSpec) -> LlamaBackend:

@@ -2,8 +2,10 @@
 
 Every prompt is the model's own chat template rendered to tokens (:func:`render`). A decision
 prompt is the operator instruction as the system turn, the fixed few-shot examples, then the
-row (:func:`decide_messages`); the tokens all rows of one instruction share
-(:func:`shared_tokens`) are what the backend keeps in the KV cache. A row too long for
+row (:func:`decide_messages`); a closed answer (:func:`choice_messages`) has no examples. The
+tokens all rows of one instruction and template share (:func:`shared_tokens`: the chat up to
+the row, plus the template's text before its first field) are what the backend keeps in the
+KV cache. A row too long for
 ``n_ctx`` keeps its head and tail around `` ... `` (:func:`fit_prompt`). Typed outputs are
 decoded under a grammar built from a JSON schema of the SQL type (:func:`json_schema`), e.g.
 ``STRUCT(a INTEGER, b VARCHAR[])`` becomes::
@@ -22,7 +24,15 @@ from duckdb_sem.errors import ConfigError
 from duckdb_sem.llm.outputs import TypeSpec
 from duckdb_sem.llm.prompts import DECIDE_EXAMPLES
 
-__all__ = ["decide_messages", "fit_prompt", "json_schema", "render", "shared_tokens", "tokenize"]
+__all__ = [
+    "choice_messages",
+    "decide_messages",
+    "fit_prompt",
+    "json_schema",
+    "render",
+    "shared_tokens",
+    "tokenize",
+]
 
 log = logging.getLogger(__name__)
 
@@ -37,10 +47,18 @@ def decide_messages(prefix: str, row: str) -> list[dict[str, str]]:
     return messages
 
 
-def shared_tokens(model: LoadedModel, prefix: str) -> list[int]:
-    """The tokens every decision row of ``prefix`` starts with, whatever the chat template."""
-    a = render(model, decide_messages(prefix, "A"))
-    b = render(model, decide_messages(prefix, "B"))
+def choice_messages(prefix: str, row: str) -> list[dict[str, str]]:
+    """The chat of a closed answer: instruction (naming the labels), then the row."""
+    return [{"role": "system", "content": prefix}, {"role": "user", "content": row}]
+
+
+def shared_tokens(
+    model: LoadedModel, prefix: str, lead: str = "", *, examples: bool = True
+) -> list[int]:
+    """The tokens every row of ``prefix`` whose text starts with ``lead`` starts with."""
+    chat = decide_messages if examples else choice_messages
+    a = render(model, chat(prefix, lead + "A"))
+    b = render(model, chat(prefix, lead + "B"))
     common = 0
     while common < min(len(a), len(b)) and a[common] == b[common]:
         common += 1

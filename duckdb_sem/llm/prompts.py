@@ -12,10 +12,28 @@ Example:
 
 from __future__ import annotations
 
-from duckdb_sem.llm.outputs import parse_type
-from duckdb_sem.llm.request import DecodingParams, LLMRequest, OperatorKind, OutputSpec, Task
+import re
+from collections.abc import Sequence
+from typing import Protocol
 
-__all__ = ["DECIDE_EXAMPLES", "DECIDE_PREFIX", "build_request", "instruction_for"]
+from duckdb_sem.llm.outputs import parse_type
+from duckdb_sem.llm.request import (
+    DecodingParams,
+    LLMRequest,
+    OperatorKind,
+    OutputSpec,
+    RowTemplate,
+    Task,
+)
+
+__all__ = [
+    "DECIDE_EXAMPLES",
+    "DECIDE_PREFIX",
+    "build_request",
+    "closed_answers",
+    "instruction_for",
+    "scale_in",
+]
 
 DECIDE_PREFIX = (
     "You judge whether a statement about the given data is true. "
@@ -47,16 +65,62 @@ DECIDE_EXAMPLES: tuple[tuple[str, bool], ...] = (
         False,
     ),
 )
+
+
+class _Template(Protocol):
+    """A parsed template (``surface.template.Template`` or ``RowTemplate``)."""
+
+    @property
+    def pieces(self) -> Sequence[str]: ...
+    @property
+    def fields(self) -> Sequence[str]: ...
+
+
 _MAP_PREFIX = "You transform data as instructed. Follow the instruction for the given data."
 _AGG_PREFIX = (
     "You aggregate many records into one answer. Follow the instruction over all the records."
 )
 
 
+# "from 1 (awful) to 5 (excellent)", "on a 1 to 5 scale", "1-10", "between 0 and 3"
+_SCALE = re.compile(
+    r"(?<![\d.])(\d{1,2})\s*(?:\([^()]{0,40}\)\s*)?(?:to|-|\u2013|and)\s*(\d{1,2})(?![\d.])",
+    re.IGNORECASE,
+)
+_MAX_LABELS = 11
+
+
+def scale_in(text: str) -> tuple[int, int] | None:
+    """The integer range a template names (``1 to 5``), or None; at most 11 values."""
+    for match in _SCALE.finditer(text):
+        low, high = int(match.group(1)), int(match.group(2))
+        if 0 <= low < high and high - low + 1 <= _MAX_LABELS:
+            return low, high
+    return None
+
+
+def closed_answers(sql_type: str, template_text: str) -> tuple[str, ...]:
+    """The labels of a ``sem_map`` whose answer set is small and known, else ``()``.
+
+    BOOLEAN is yes/no; INTEGER or BIGINT is the range the template's own words name (only
+    the template, never a row's values: a review saying "2 to 3 hours" names no scale).
+    """
+    sql = parse_type(sql_type).sql
+    if sql == "BOOLEAN":
+        return ("yes", "no")
+    if sql in ("INTEGER", "BIGINT"):
+        scale = scale_in(template_text)
+        if scale is not None:
+            return tuple(str(v) for v in range(scale[0], scale[1] + 1))
+    return ()
+
+
 def instruction_for(operator: OperatorKind, output: OutputSpec) -> str:
     if output.task is Task.DECIDE:
         return DECIDE_PREFIX
     hint = parse_type(output.sql_type).format_hint()
+    if output.task is Task.CLASSIFY:
+        hint = "Answer with one of: " + ", ".join(output.labels) + "."
     base = _AGG_PREFIX if operator is OperatorKind.AGG else _MAP_PREFIX
     return f"{base} {hint}"
 
@@ -67,11 +131,28 @@ def build_request(
     *,
     output_type: str | None = None,
     max_tokens: int | None = None,
+    template: _Template | None = None,
+    labels: tuple[str, ...] = (),
 ) -> LLMRequest:
-    """The request for one rendered row: filters and joins decide, maps and aggs generate."""
+    """The request for one rendered row: filters and joins decide, maps and aggs generate.
+
+    ``template`` is the unrendered template ``rendered`` came from (backends calibrate per
+    template and share its leading text). A map with a closed answer set (``labels``, a
+    BOOLEAN, or an integer scale its template names) is scored by backends that can score,
+    and generated then parsed by the others.
+    """
+    unrendered = None
+    if template is not None and operator is not OperatorKind.AGG:
+        unrendered = RowTemplate(tuple(template.pieces), tuple(template.fields))
+    if not labels and operator is OperatorKind.MAP and output_type:
+        labels = closed_answers(output_type, "".join(unrendered.pieces) if unrendered else "")
     if operator in (OperatorKind.FILTER, OperatorKind.JOIN):
         output = OutputSpec.decision()
         params = DecodingParams(max_tokens=1)
+    elif labels:
+        output = OutputSpec.choice(labels, parse_type(output_type or "VARCHAR").sql)
+        longest = max(len(label) for label in labels)
+        params = DecodingParams(max_tokens=max_tokens or max(4, longest // 2 + 4))
     else:
         output = OutputSpec(Task.GENERATE, parse_type(output_type or "VARCHAR").sql)
         default = 64 if operator is OperatorKind.MAP else 160
@@ -82,4 +163,5 @@ def build_request(
         row=rendered,
         output=output,
         params=params,
+        template=unrendered,
     )

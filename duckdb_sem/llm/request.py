@@ -2,7 +2,10 @@
 
 A request is a *shared prefix* (the operator's instruction, identical for every row of an
 operator, so backends can reuse its KV cache) plus a *row part* (the rendered template), an
-output specification and decoding parameters. Its signature hashes all of these together with
+output specification and decoding parameters. It also carries the unrendered template
+(:class:`RowTemplate`: literal pieces and field names), so a backend can calibrate decisions per
+template (content-free rows built from the template with its fields blanked) and keep the text
+before the first field in its KV-shared prefix. Its signature hashes all of these together with
 the backend's identity: equal signatures mean equal answers, which is what the cache and
 cross-query fusion rely on.
 """
@@ -12,17 +15,24 @@ from __future__ import annotations
 import enum
 import hashlib
 import json
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 __all__ = [
+    "CONTENT_FREE_FILLERS",
     "Completion",
     "DecodingParams",
     "LLMRequest",
     "OperatorKind",
     "OutputSpec",
+    "RowTemplate",
     "Task",
 ]
+
+#: Neutral values for a template's fields in content-free calibration rows (Zhao et al. 2021
+#: average "N/A", "" and "[MASK]"); a decision's threshold is the mean margin of these rows.
+CONTENT_FREE_FILLERS: tuple[str, ...] = ("", "N/A", "[MASK]", "...")
 
 
 class Task(enum.Enum):
@@ -30,6 +40,7 @@ class Task(enum.Enum):
 
     DECIDE = "decide"  # a yes/no decision, scored from the answer tokens' log-probabilities
     GENERATE = "generate"  # free generation, parsed into ``OutputSpec.sql_type``
+    CLASSIFY = "classify"  # one of ``OutputSpec.labels``, scored rather than generated
 
 
 class OperatorKind(enum.Enum):
@@ -41,14 +52,57 @@ class OperatorKind(enum.Enum):
 
 @dataclass(frozen=True, slots=True)
 class OutputSpec:
-    """The shape of an answer: a task and the DuckDB type the answer is parsed into."""
+    """The shape of an answer: a task, the DuckDB type the answer is parsed into, and for a
+    closed answer set (``Task.CLASSIFY``) the labels, one of which is the answer."""
 
     task: Task
     sql_type: str = "VARCHAR"
+    labels: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        if self.task is Task.CLASSIFY and len(set(self.labels)) < 2:
+            raise ValueError("a closed answer set needs at least two distinct labels")
 
     @staticmethod
     def decision() -> OutputSpec:
         return OutputSpec(Task.DECIDE, "BOOLEAN")
+
+    @staticmethod
+    def choice(labels: tuple[str, ...], sql_type: str = "VARCHAR") -> OutputSpec:
+        """One of ``labels`` (parsed into ``sql_type``: integer scales are labels '1'..'5')."""
+        return OutputSpec(Task.CLASSIFY, sql_type, tuple(labels))
+
+
+@dataclass(frozen=True, slots=True)
+class RowTemplate:
+    """An operator's template before rendering: ``len(pieces) == len(fields) + 1``.
+
+    Example:
+        >>> RowTemplate(("Is ", " positive?"), ("text",)).render(["Dune"])
+        'Is Dune positive?'
+    """
+
+    pieces: tuple[str, ...]
+    fields: tuple[str, ...]
+
+    def __post_init__(self) -> None:
+        if len(self.pieces) != len(self.fields) + 1:
+            raise ValueError("a template has one more literal piece than fields")
+
+    def render(self, values: Sequence[str]) -> str:
+        out = [self.pieces[0]]
+        for value, piece in zip(values, self.pieces[1:], strict=True):
+            out += [value, piece]
+        return "".join(out)
+
+    def content_free(self) -> tuple[str, ...]:
+        """Rows with every field replaced by one neutral filler, one row per filler."""
+        return tuple(self.render([f] * len(self.fields)) for f in CONTENT_FREE_FILLERS)
+
+    @property
+    def lead(self) -> str:
+        """The text before the first field: the same for every row."""
+        return self.pieces[0]
 
 
 @dataclass(frozen=True, slots=True)
@@ -67,9 +121,16 @@ class LLMRequest:
     row: str
     output: OutputSpec
     params: DecodingParams = field(default_factory=DecodingParams)
+    #: the unrendered template ``row`` came from; None for hand-built requests
+    template: RowTemplate | None = None
 
     def signature(self, backend_id: str) -> str:
         """A stable hash of everything that determines the answer on ``backend_id``."""
+        extra: list[Any] = []
+        if self.template is not None:
+            extra.append([list(self.template.pieces), list(self.template.fields)])
+        if self.output.labels:
+            extra.append(list(self.output.labels))
         payload = json.dumps(
             [
                 backend_id,
@@ -81,6 +142,7 @@ class LLMRequest:
                 self.params.max_tokens,
                 self.params.temperature,
                 self.params.seed,
+                *extra,
             ],
             ensure_ascii=False,
             separators=(",", ":"),
