@@ -24,6 +24,7 @@ from duckdb_sem.relation import SemRelation
 from duckdb_sem.runtime.context import Progress, QueryStats
 from duckdb_sem.sources import SourceRegistry
 from duckdb_sem.surface.bind import BoundQuery, bind_sql
+from duckdb_sem.surface.params import inline_params
 from duckdb_sem.surface.udfs import SemSession
 
 __all__ = ["SemConnection", "SemRelation"]
@@ -62,11 +63,10 @@ class SemConnection:
         statement = self._sources.open(query)
         query = statement.sql
         bound = self._prepare(query)
-        planned = self._run_planned(query, bound, params)
+        planned = self._plannable(query, bound, params)
         if planned is not None:
-            # A relation may be scanned many times (each fetch runs it again), an Arrow stream
-            # once: keep the result. execute() and runtime.run_query() stream it instead.
-            return SemRelation(self._con.from_arrow(planned.read_all()), self, keep=statement)
+            # Nothing runs yet: each fetch runs the plan on the SEU loop (a LIMIT stops it).
+            return SemRelation(None, self, planned=planned, keep=statement)
         rel = self._translating(self._con.sql)(bound.sql, params=params)
         return SemRelation(rel, self, keep=statement)
 
@@ -77,9 +77,9 @@ class SemConnection:
             return self
         query = self._sources.open(query, pin=True).sql
         bound = self._prepare(query)
-        planned = self._run_planned(query, bound, parameters)
+        planned = self._plannable(query, bound, parameters)
         if planned is not None:
-            self._show(planned)
+            self._show(self._stream_planned(planned))
             return self
         self._translating(self._con.execute)(bound.sql, parameters)
         return self
@@ -187,26 +187,37 @@ class SemConnection:
         self.session.new_query(on_progress=self.on_progress)
         return bound
 
-    def _run_planned(
-        self, query: str, bound: BoundQuery, params: Sequence[Any] | None
-    ) -> Any | None:
-        """Run a semantic SELECT through the optimizer; None when it does not plan this shape.
+    def _plannable(self, query: str, bound: BoundQuery, params: Sequence[Any] | None) -> str | None:
+        """The SQL the optimizer will plan for ``query`` (parameters inlined), or None.
 
         Shapes the optimizer does not plan (``PlanError``: outer joins, CTEs, subqueries other
-        than simple derived tables in FROM/JOIN, DDL, parameters, ...) run on the UDF path,
-        exactly as written. Simple derived tables (``(SELECT cols [, sem_map(...) AS x] FROM
-        one_table [WHERE ...]) AS alias``) are planned: see docs/optimizer.md.
+        than simple derived tables in FROM/JOIN, DDL, ...) run on the UDF path, exactly as
+        written, through the same engine (renderer, cache, scheduler). Simple derived tables
+        (``(SELECT cols [, sem_map(...) AS x] FROM one_table [WHERE ...]) AS alias``) are
+        planned: see docs/optimizer.md. Nothing runs here: the plan is only built.
         """
-        if not (self.optimize and bound.semantic) or params:
+        if not (self.optimize and bound.semantic):
             return None
+        sql: str | None = query
+        if params:
+            sql = inline_params(query, params)
+            if sql is None:
+                log.debug("UDF path for this query: its parameters cannot be inlined")
+                return None
+        assert sql is not None
         runtime = importlib.import_module("duckdb_sem.runtime")
         try:
-            return runtime.run_query(
-                self, query, self.session.engine, self.session.query, options=self.runtime
-            )
+            runtime.written_plan(self, sql)
         except PlanError as err:
             log.debug("UDF path for this query: %s", err)
             return None
+        return sql
+
+    def _stream_planned(self, sql: str) -> Any:
+        """Run a planned query: a new query context, its rows as an Arrow stream, SEU by SEU."""
+        query = self.session.new_query(on_progress=self.on_progress)
+        runtime = importlib.import_module("duckdb_sem.runtime")
+        return runtime.run_query(self, sql, self.session.engine, query, options=self.runtime)
 
     def _show(self, table: Any) -> None:
         """Make ``table`` the pending result, so fetch*/description/arrow work as after execute."""

@@ -20,6 +20,7 @@ import dataclasses
 from typing import TYPE_CHECKING, Any
 
 import duckdb
+import pyarrow as pa
 import sqlglot
 from sqlglot import exp
 
@@ -29,7 +30,7 @@ from duckdb_sem.relation_chain import Chain, ChainSource, quote_name
 if TYPE_CHECKING:
     from duckdb_sem.connection import SemConnection
 
-__all__ = ["SemRelation"]
+__all__ = ["SemRelation", "with_limit"]
 
 _TRANSLATED = {"fetchall", "fetchone", "fetchmany", "arrow", "df", "fetchdf", "pl", "fetchnumpy",
                "fetch_arrow_table", "to_arrow_table", "to_arrow_reader", "show", "execute",
@@ -46,13 +47,18 @@ class SemRelation:
         *,
         chain: Chain | None = None,
         sql: str | None = None,
+        planned: str | None = None,
         keep: tuple[object, ...] | object = (),
     ) -> None:
         self._rel = relation
         self._owner = owner
         self._chain = chain
         self._sql = sql  # a closed query (sem_agg, table functions) not yet run
+        # a query the optimizer plans, not yet run: each fetch runs it on the SEU loop
+        self._planned = planned
         self._keep = keep  # registrations this relation reads; dropped with it
+        self._result: SemRelation | None = None  # what the chain or closed SQL became
+        self._cursor: _Cursor | None = None  # fetchone/fetchmany over a planned query
 
     # -- construction ------------------------------------------------------------------------
     @classmethod
@@ -177,18 +183,105 @@ class SemRelation:
             return self._chain.sql()
         if self._sql is not None:
             return self._sql
+        if self._planned is not None:
+            return self._planned
         name = self._owner._sources.unique_name("rel")
         self._keep = (self._keep, self._owner._sources.hold({name: self.relation}))
         return f"SELECT * FROM {quote_name(name)}"
 
+    def _target(self) -> SemRelation:
+        """What runs: this relation, or the one its chain or closed SQL became (not yet run)."""
+        if self._rel is not None or self._planned is not None:
+            return self
+        if self._result is None:
+            self._result = self._owner.sql(self.sql_query())
+            self._result._keep = (self._keep, self._result._keep)
+        return self._result
+
     @property
     def relation(self) -> duckdb.DuckDBPyRelation:
-        """The DuckDB relation (the chain's query runs through ``SemConnection.sql`` first)."""
+        """The DuckDB relation (the chain's query runs through ``SemConnection.sql`` first; a
+        planned query runs here, once, and its rows are kept)."""
+        target = self._target()
+        if target is not self:
+            return target.relation
         if self._rel is None:
-            result = self._owner.sql(self.sql_query())
-            self._rel, self._keep = result._rel, (self._keep, result._keep)
-        assert self._rel is not None
+            assert self._planned is not None
+            table = self._owner._stream_planned(self._planned).read_all()
+            self._rel = self._owner.duckdb.from_arrow(table)
         return self._rel
+
+    def limit(self, n: int, offset: int = 0) -> SemRelation:
+        """The first ``n`` rows (after ``offset``): a planned query stops its LLM work there."""
+        if self._rel is not None:
+            return self._rewrap(self._rel.limit(n, offset))
+        sql = with_limit(self.sql_query(), int(n), int(offset))
+        result = self._owner.sql(sql)
+        result._keep = (self._keep, result._keep)
+        return result
+
+    def to_arrow_reader(self, batch_size: int = 1_000_000) -> pa.RecordBatchReader:
+        """The rows as an Arrow stream; a planned query runs SEU by SEU as it is read."""
+        target = self._target()
+        if target._rel is None and target._planned is not None:
+            return target._owner._stream_planned(target._planned)
+        reader: pa.RecordBatchReader = self._owner._translating(target.relation.to_arrow_reader)(
+            batch_size
+        )
+        return reader
+
+    def fetchone(self) -> tuple[Any, ...] | None:
+        rows = self.fetchmany(1)
+        return rows[0] if rows else None
+
+    def fetchmany(self, size: int = 1) -> list[tuple[Any, ...]]:
+        target = self._target()
+        if target._rel is None and target._planned is not None:
+            if target._cursor is None:
+                target._cursor = _Cursor(target._owner._stream_planned(target._planned))
+            return target._cursor.take(size)
+        rel: Any = target.relation
+        rows: list[tuple[Any, ...]] = self._owner._translating(rel.fetchmany)(size)
+        return rows
+
+    def fetchall(self) -> list[tuple[Any, ...]]:
+        target = self._target()
+        if target._rel is None and target._planned is not None:
+            if target._cursor is None:
+                target._cursor = _Cursor(target._owner._stream_planned(target._planned))
+            rows = target._cursor.take(None)
+            target._cursor = None
+            return rows
+        out: list[tuple[Any, ...]] = self._owner._translating(target.relation.fetchall)()
+        return out
+
+    @property
+    def columns(self) -> list[str]:
+        target = self._target()
+        if target._rel is not None:
+            return list(target._rel.columns)
+        return list(target._schema().names)
+
+    @property
+    def types(self) -> list[Any]:
+        target = self._target()
+        if target._rel is not None:
+            return list(target._rel.types)
+        return list(target.limit(0).relation.types)
+
+    @property
+    def description(self) -> list[tuple[Any, ...]]:
+        target = self._target()
+        if target._rel is not None:
+            return list(target._rel.description)
+        return list(target.limit(0).relation.description)
+
+    def _schema(self) -> pa.Schema:
+        """The result's schema; a planned query is run with LIMIT 0 (no LLM call)."""
+        reader = self._owner._stream_planned(with_limit(self.sql_query(), 0, 0))
+        schema: pa.Schema = reader.schema
+        reader.close()
+        return schema
 
     def filter(self, condition: str) -> SemRelation:
         """A relational predicate; inside an open chain it is planned with the chain."""
@@ -212,7 +305,7 @@ class SemRelation:
         return SemRelation(relation, self._owner, keep=self._keep)
 
     def __getattr__(self, name: str) -> Any:
-        if name.startswith("__"):
+        if name.startswith("__") or name.startswith("_"):
             raise AttributeError(name)
         attr = getattr(self.relation, name)
         if name in _TRANSLATED:
@@ -222,4 +315,56 @@ class SemRelation:
         return attr
 
     def __repr__(self) -> str:
-        return repr(self.relation)
+        target = self._target()
+        if target._rel is None:  # show a preview, as DuckDB does, without running it all
+            return repr(target.limit(10).relation)
+        return repr(target.relation)
+
+
+class _Cursor:
+    """Rows of an Arrow stream handed out a few at a time (``fetchone``/``fetchmany``)."""
+
+    def __init__(self, reader: pa.RecordBatchReader) -> None:
+        self._reader = reader
+        self._rows: list[tuple[Any, ...]] = []
+
+    def take(self, n: int | None) -> list[tuple[Any, ...]]:
+        while n is None or len(self._rows) < n:
+            try:
+                batch = self._reader.read_next_batch()
+            except StopIteration:
+                break
+            columns = [c.to_pylist() for c in batch.columns]
+            if columns:
+                self._rows.extend(zip(*columns, strict=True))
+        if n is None:
+            out, self._rows = self._rows, []
+        else:
+            out, self._rows = self._rows[:n], self._rows[n:]
+        return out
+
+
+def with_limit(sql: str, n: int, offset: int) -> str:
+    """``sql`` with at most ``n`` rows after ``offset`` more: the LIMIT is merged into its own
+    SELECT when that keeps the meaning (so the optimizer sees it), else the query is wrapped."""
+    if n < 0 or offset < 0:
+        raise BindError("limit and offset must not be negative")
+    try:
+        tree = sqlglot.parse_one(sql, dialect="duckdb")
+    except sqlglot.errors.ParseError:
+        tree = None
+    if isinstance(tree, exp.Select) and tree.args.get("offset") is None:
+        current = tree.args.get("limit")
+        value = current.expression if isinstance(current, exp.Limit) else None
+        if current is None or (isinstance(value, exp.Literal) and not value.is_string):
+            old = int(value.this) if value is not None else None
+            if old is not None and offset:
+                n = max(0, min(n, old - offset))
+            elif old is not None:
+                n = min(n, old)
+            merged = tree.limit(n, copy=True)
+            if offset:
+                merged = merged.offset(offset, copy=False)
+            return merged.sql(dialect="duckdb", normalize_functions=False)
+    tail = f" OFFSET {offset}" if offset else ""
+    return f"SELECT * FROM ({sql}) AS __sem_limited LIMIT {n}{tail}"

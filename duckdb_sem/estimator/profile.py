@@ -32,6 +32,7 @@ import pyarrow as pa
 
 from duckdb_sem.backends.base import Backend
 from duckdb_sem.llm.prompts import build_request
+from duckdb_sem.llm.render import render_column
 from duckdb_sem.llm.request import LLMRequest, OperatorKind
 from duckdb_sem.optimizer.cost import Statistics, operator_signature
 from duckdb_sem.plan.nodes import Node, Scan, SemCall, SemFilter, SemJoin, SemMap, quote
@@ -124,7 +125,7 @@ class Profiler:
     ) -> tuple[SemCall, float, list[LLMRequest]] | None:
         if self.estimator is None and call.kind is OperatorKind.JOIN:
             return None  # nothing to say about a join's selectivity without a model
-        columns = [a.to_pylist() for a in args]
+        columns = [render_column(a) for a in args]  # as the engine renders them
         rows = [i for i in range(len(args[0]) if args else 0)
                 if all(col[i] is not None for col in columns)]  # fmt: skip
         if not rows:

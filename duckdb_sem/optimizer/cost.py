@@ -45,6 +45,7 @@ __all__ = [
     "Path",
     "Statistics",
     "operator_signature",
+    "scan_key",
 ]
 
 Path = tuple[int, ...]
@@ -90,6 +91,12 @@ class Estimate:
     prompt_tokens: float = 0.0
     completion_tokens: float = 0.0
     cost: float = 0.0
+
+
+def scan_key(alias: str) -> str:
+    """The ``table_rows`` key for one scan by its alias, which wins over its table's name:
+    the SEU loop sets its batch's rows for the driving scan alone, also in a self-join."""
+    return "@" + alias
 
 
 def operator_signature(call: SemCall) -> str:
@@ -171,7 +178,9 @@ class CostModel:
         d = self.defaults
         rel = d.relational_row_cost
         if isinstance(node, Scan):
-            base = self.table_rows.get(node.table, d.table_rows)
+            base = self.table_rows.get(
+                scan_key(node.alias), self.table_rows.get(node.table, d.table_rows)
+            )
             rows = base * d.relational_selectivity ** len(node.filters)
             out[path] = Estimate(rows, cost=rel * base)
             return rows, base

@@ -6,7 +6,14 @@ from typing import Any
 from duckdb_sem.runtime.execute_plan import execute_plan
 from duckdb_sem.runtime.progress import MODES, QueryProgress, RuntimeOptions
 
-__all__ = ["MODES", "QueryProgress", "RuntimeOptions", "execute_plan", "run_query"]
+__all__ = [
+    "MODES",
+    "QueryProgress",
+    "RuntimeOptions",
+    "execute_plan",
+    "run_query",
+    "written_plan",
+]
 
 
 def run_query(*args: Any, **kwargs: Any) -> Any:
@@ -15,3 +22,10 @@ def run_query(*args: Any, **kwargs: Any) -> Any:
     from duckdb_sem.runtime.entry import run_query as run
 
     return run(*args, **kwargs)
+
+
+def written_plan(*args: Any, **kwargs: Any) -> Any:
+    """See :func:`duckdb_sem.runtime.entry.written_plan`."""
+    from duckdb_sem.runtime.entry import written_plan as plan
+
+    return plan(*args, **kwargs)

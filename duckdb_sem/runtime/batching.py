@@ -16,10 +16,17 @@ from collections.abc import Callable
 
 import pyarrow as pa
 
-from duckdb_sem.plan.nodes import Node, Project, Scan
+from duckdb_sem.plan.nodes import Limit, Node, Project, Scan
 from duckdb_sem.runtime.progress import RuntimeOptions
 
-__all__ = ["adapt_rows", "driving_scan", "empty_batch", "rebatch", "streamable"]
+__all__ = [
+    "adapt_rows",
+    "driving_scan",
+    "empty_batch",
+    "rebatch",
+    "streamable",
+    "streamed_projection",
+]
 
 
 def driving_scan(region: Node, table_rows: dict[str, float]) -> Scan:
@@ -64,6 +71,15 @@ def adapt_rows(size: int, seconds: float, options: RuntimeOptions) -> int:
     if seconds > o.target_seu_seconds * 2:
         return max(o.min_batch_rows, size // 2)
     return size
+
+
+def streamed_projection(sink: list[Node]) -> Project | None:
+    """The projection applied per SEU when ``sink`` streams: one plain projection, alone or
+    under a LIMIT (which the SEU loop then applies itself)."""
+    nodes = sink[1:] if sink and isinstance(sink[0], Limit) and sink[0].limit is not None else sink
+    if len(nodes) == 1 and isinstance(nodes[0], Project) and not nodes[0].distinct:
+        return nodes[0]
+    return None
 
 
 def streamable(sink: list[Node]) -> bool:

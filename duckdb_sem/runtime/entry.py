@@ -32,7 +32,15 @@ from duckdb_sem.runtime.execute_plan import Actual, Evaluator, Path
 from duckdb_sem.runtime.progress import QueryProgress, RuntimeOptions
 from duckdb_sem.runtime.seu_loop import QueryRun
 
-__all__ = ["Prepared", "Run", "options_from_settings", "prepare", "run_query", "start"]
+__all__ = [
+    "Prepared",
+    "Run",
+    "options_from_settings",
+    "prepare",
+    "run_query",
+    "start",
+    "written_plan",
+]
 
 
 class Run(Protocol):
@@ -67,15 +75,22 @@ def target_backend(engine: Any) -> Any:
     return backends[0] if backends else None
 
 
-def prepare(con: Any, sql: str, engine: Any, options: RuntimeOptions) -> Prepared:
-    optimizer = importlib.import_module("duckdb_sem.optimizer")
+def written_plan(con: Any, sql: str) -> Node:
+    """The plan of ``sql`` as written (``PlanError`` for a shape the optimizer does not plan);
+    nothing runs but DuckDB's ``LIMIT 0`` descriptions of the tables it reads."""
     raw = getattr(con, "duckdb", con)
 
     def columns(table: str) -> list[str]:
         cols: list[str] = raw.sql(f"SELECT * FROM {table} LIMIT 0").columns
         return cols
 
-    written = build_plan(sql, columns)
+    return build_plan(sql, columns)
+
+
+def prepare(con: Any, sql: str, engine: Any, options: RuntimeOptions) -> Prepared:
+    optimizer = importlib.import_module("duckdb_sem.optimizer")
+    raw = getattr(con, "duckdb", con)
+    written = written_plan(raw, sql)
     target = target_backend(engine)
     counter: TokenCounter = target if target is not None else _Words()
     profiler = Profiler(counter, options.estimator, sample_rows=options.sample_rows,

@@ -21,6 +21,7 @@ import pyarrow as pa
 from duckdb_sem.errors import QueryCancelledError, TemplateError
 from duckdb_sem.llm.outputs import parse_type
 from duckdb_sem.llm.prompts import build_request
+from duckdb_sem.llm.render import render_column, render_lists
 from duckdb_sem.llm.request import Completion, LLMRequest, OperatorKind
 from duckdb_sem.runtime.context import Progress, QueryContext
 from duckdb_sem.scheduler.seu import SEU, SchedulerClient, Served, SEUResult
@@ -70,14 +71,14 @@ class SemEngine:
         if kind is OperatorKind.AGG:
             return self._aggregate(parsed, args, output_type, query, label)
         rows = len(args[0]) if args else 0
-        columns = [a.to_pylist() for a in args]
+        columns = [render_column(a) for a in args]  # one renderer for every entry
         requests: list[LLMRequest | None] = []
         for i in range(rows):
             values = [col[i] for col in columns]
             if any(v is None for v in values):
                 requests.append(None)
                 continue
-            rendered = parsed.render([_text(v) for v in values])
+            rendered = parsed.render(values)  # type: ignore[arg-type]
             requests.append(build_request(kind, rendered, output_type=output_type))
         answers = self.answer(requests, query=query, label=label)
         arrow_type = (
@@ -177,10 +178,10 @@ class SemEngine:
         query: QueryContext,
         label: str,
     ) -> pa.Array:
-        groups = [a.to_pylist() for a in args]
+        groups = [render_lists(a) for a in args]
         results: list[Any] = []
         for g in range(len(args[0])):
-            columns = [[_text(v) for v in (col[g] or []) if v is not None] for col in groups]
+            columns = [[v for v in (col[g] or []) if v is not None] for col in groups]
             if not any(columns):
                 results.append(None)
                 continue
@@ -234,11 +235,3 @@ def _chunk_records(columns: list[list[str]]) -> list[list[list[str]]]:
 
 def _numbered(values: list[str]) -> str:
     return "\n" + "\n".join(f"{i}. {v}" for i, v in enumerate(values, 1)) + "\n"
-
-
-def _text(value: Any) -> str:
-    if isinstance(value, str):
-        return value
-    if isinstance(value, bytes):
-        return value.decode("utf-8", "replace")
-    return str(value)

@@ -40,9 +40,17 @@ from duckdb_sem.estimator.refine import Refiner, observe_batch
 from duckdb_sem.estimator.remaining import llm_cost, remaining_cost
 from duckdb_sem.estimator.stats import StatsStore
 from duckdb_sem.optimizer.choose import plan_key
-from duckdb_sem.optimizer.cost import CostModel, Statistics, operator_signature
-from duckdb_sem.plan.nodes import Node, SemCall
-from duckdb_sem.runtime.batching import adapt_rows, driving_scan, empty_batch, rebatch, streamable
+from duckdb_sem.optimizer.cost import CostModel, Statistics, operator_signature, scan_key
+from duckdb_sem.plan.nodes import Node, Project, SemCall
+from duckdb_sem.runtime.batching import (
+    adapt_rows,
+    driving_scan,
+    empty_batch,
+    rebatch,
+    streamable,
+    streamed_projection,
+)
+from duckdb_sem.runtime.early_stop import StopRule, next_rows, region_rate, stop_rule
 from duckdb_sem.runtime.execute_plan import Actual, Evaluator, Path, split_sink
 from duckdb_sem.runtime.hindsight import hindsight_top2, observed_cost, with_profile_seconds
 from duckdb_sem.runtime.observe import ObservingEvaluator
@@ -113,6 +121,8 @@ class QueryRun:
         self._rows_out = 0
         self._remaining = 0.0
         self._finished = False
+        self._rows_sent = 0  # rows streamed out under a LIMIT
+        self._stop: StopRule | None = None
 
     # -- observability ----------------------------------------------------------------------
     def progress(self) -> QueryProgress:
@@ -134,47 +144,87 @@ class QueryRun:
 
     # -- running ------------------------------------------------------------------------------
     def batches(self) -> Iterator[pa.RecordBatch]:
-        """Run every SEU; yields the query's result batches as they are produced."""
+        """Run every SEU; yields the query's result batches as they are produced.
+
+        Under a LIMIT the loop stops once the rows the LIMIT needs are out
+        (:mod:`.early_stop`): SEUs are then sized to fill it, not by time.
+        """
         scan = self.driving
         source = scan_sql(scan)
-        ((total,),) = self.con.sql(f"SELECT count(*) FROM ({source})").fetchall()
+        stop = self._stop = stop_rule(self._sinks[0], scan)
+        if stop is not None and stop.order:
+            source = f"SELECT * FROM ({source}) ORDER BY {', '.join(stop.order)}"
+        ((total,),) = self.con.sql(f"SELECT count(*) FROM ({scan_sql(scan)})").fetchall()
         self.rows_total = int(total)
         reader_con = self.con.cursor()  # the batch work below needs the main one free
         try:
             reader = reader_con.sql(source).to_arrow_reader(self.options.min_batch_rows)
         except duckdb.Error:  # a TEMP table, which only the main connection sees
             reader = self.con.sql(source).to_arrow_table().to_reader(self.options.min_batch_rows)
-        stream = streamable(self._sinks[0])
+        try:
+            yield from self._loop(reader, stop)
+        finally:
+            reader_con.close()
+            self._remaining = 0.0
+            if self.query is not None:
+                self.query.remaining_cost = None
+        self._finished = True
+
+    def _loop(
+        self, reader: pa.RecordBatchReader, stop: StopRule | None
+    ) -> Iterator[pa.RecordBatch]:
+        stream = streamable(self._sinks[0]) or (stop is not None and stop.streams)
         kept: list[pa.Table] = []
         size = self.options.batch_rows
         batch_iter = rebatch(reader)
         produced = False
+        need_left = stop.need if stop is not None else 0
+        skip = stop.offset if stop is not None else 0
+        previous: int | None = None
         while True:
-            batch = batch_iter(size)
+            if stop is not None:
+                size = self._limit_rows(need_left, previous)
+                if size == 0 and produced:
+                    break
+            batch = batch_iter(size) if size else None
             if batch is None and produced:
                 break
             if batch is None:
                 batch = reader.schema.empty_table()
             produced = True
+            previous = batch.num_rows
             started = time.perf_counter()
             out = self._seu(batch)
+            if stop is not None:
+                need_left -= out.num_rows
             if stream:
                 if len(self.records) == 1:
                     yield empty_batch(out.schema)  # the schema, as soon as it is known
+                if stop is not None:  # cut to OFFSET/LIMIT here: the sink streams
+                    out, skip = _cut(out, skip, stop.limit - self._rows_sent)
+                    self._rows_sent += out.num_rows
                 yield from out.to_batches()
             else:
                 kept.append(out)
-            if self.options.adapt_batch:
+            if self.options.adapt_batch and stop is None:
                 size = adapt_rows(size, time.perf_counter() - started, self.options)
-        self._remaining = 0.0
         if not stream:
             final = self._finish(kept)
             yield empty_batch(final.schema)
             yield from final.to_batches()
-        self._finished = True
-        reader_con.close()
-        if self.query is not None:
-            self.query.remaining_cost = None
+
+    def _limit_rows(self, need_left: int, previous: int | None) -> int:
+        """The next SEU's driving rows under a LIMIT (0: the LIMIT is filled)."""
+        if previous is not None and self._rows_done >= self.rows_total:
+            return 0
+        if previous is None:
+            costs_stats = self.forecast.snapshot()
+            rate = region_rate(self._regions[self.current], self.driving, self.table_rows,
+                               costs_stats)  # fmt: skip
+        else:
+            rate = self._rows_out / self._rows_done if self._rows_done else 0.0
+        return next_rows(need_left, rate, previous=previous, first_max=self.options.batch_rows,
+                         ceiling=self.options.max_batch_rows)  # fmt: skip
 
     def _estimate(self, batch: pa.Table) -> tuple[list[float], dict[str, Statistics]]:
         est_before = self.profiler.seconds
@@ -187,7 +237,7 @@ class QueryRun:
             if s is not None:
                 stats[sig] = s
         rows = dict(self.table_rows)
-        rows[self.driving.table] = float(batch.num_rows)
+        rows[scan_key(self.driving.alias)] = float(batch.num_rows)
         model = CostModel(table_rows=rows, stats=stats)
         if self.fixed is not None:
             costs = [0.0] * len(self._regions)
@@ -221,7 +271,7 @@ class QueryRun:
         left = self.rows_total - self._rows_done - n
         self._remaining = costs[plan] + remaining_cost(
             self._regions[plan], self.forecast.snapshot(), table_rows=self.table_rows,
-            driving_table=self.driving.table, rows_left=max(left, 0),
+            driving_table=scan_key(self.driving.alias), rows_left=max(left, 0),
         )  # fmt: skip
         if self.query is not None:
             self.query.remaining_cost = self._remaining
@@ -236,7 +286,7 @@ class QueryRun:
         actual = observed_cost(observations)
         top2 = hindsight_top2(
             self._regions, plan, observations, estimated, fixed=self.fixed,
-            table_rows={**self.table_rows, self.driving.table: float(n)},
+            table_rows={**self.table_rows, scan_key(self.driving.alias): float(n)},
         ) if n else None  # fmt: skip
         self._rows_done += n
         self._rows_out += out.num_rows
@@ -271,9 +321,18 @@ class QueryRun:
         actuals = self.actuals if plan == (self.fixed if self.fixed is not None else 0) else None
         return run_region(
             self.con, self.observer, self.query, region=self._regions[plan],
-            path=self._paths[plan], sink=self._sinks[plan], driving_alias=self.driving.alias,
+            path=self._paths[plan], project=self._project(plan), driving_alias=self.driving.alias,
             batch=batch, actuals=actuals,
         )  # fmt: skip
+
+    def _project(self, plan: int) -> Project | None:
+        """The projection each SEU applies (None: the sink runs once, at the end)."""
+        sink = self._sinks[plan]
+        if streamable(sink):
+            return sink[0] if sink else None  # type: ignore[return-value]
+        if self._stop is not None and self._stop.streams:
+            return streamed_projection(sink)
+        return None
 
     def _finish(self, kept: list[pa.Table]) -> pa.Table:
         plan = self.current
@@ -281,3 +340,9 @@ class QueryRun:
             self.con, self.observer, self.query, root=self.plans[plan],
             region=self._regions[plan], kept=kept, actuals=self.actuals,
         )  # fmt: skip
+
+
+def _cut(out: pa.Table, skip: int, room: int) -> tuple[pa.Table, int]:
+    """``out`` less the ``skip`` rows an OFFSET still drops, at most ``room`` rows; the skip left."""
+    dropped = min(skip, out.num_rows)
+    return out.slice(dropped, max(0, min(room, out.num_rows - dropped))), skip - dropped

@@ -19,7 +19,6 @@ from typing import Any
 import pyarrow as pa
 
 from duckdb_sem.plan.nodes import Node, Project, Scan, quote
-from duckdb_sem.runtime.batching import streamable
 from duckdb_sem.runtime.execute_plan import Actual, Evaluator, Path, _Run, drop_views
 
 __all__ = ["run_region", "run_sink"]
@@ -34,13 +33,14 @@ def run_region(
     *,
     region: Node,
     path: Path,
-    sink: list[Node],
+    project: Project | None,
     driving_alias: str,
     batch: pa.Table,
     actuals: dict[Path, Actual] | None,
 ) -> pa.Table:
-    """``region`` (at ``path`` in its plan) over ``batch`` of the driving scan, with ``sink``
-    applied when it streams; otherwise the region's rows, columns in name order."""
+    """``region`` (at ``path`` in its plan) over ``batch`` of the driving scan, with the sink's
+    ``project`` applied when the sink streams; otherwise the region's rows, columns in name
+    order."""
     scan = next(n for n in region.walk() if isinstance(n, Scan) and n.alias == driving_alias)
     view = f"__sem_seu_{next(_views)}"
     con.register(view, batch)
@@ -48,12 +48,12 @@ def run_region(
                {id(scan): f"SELECT * FROM {quote(view)}"})  # fmt: skip
     try:
         sql = run.rel(region, path)
-        if streamable(sink) and sink:
-            sql = run._select(sql, {Project: sink[0]})
+        if project is not None:
+            sql = run._select(sql, {Project: project})
         table: pa.Table = con.sql(sql).to_arrow_table()
     finally:
         drop_views(con, [view, *run.registered])
-    if not (streamable(sink) and sink):
+    if project is None:
         table = table.select(sorted(table.schema.names))
     return table
 

@@ -18,13 +18,13 @@ from __future__ import annotations
 import math
 import threading
 from collections.abc import Callable, Iterator, Sequence
-from typing import Any
 
 import pyarrow as pa
 
 from duckdb_sem.errors import SemError
 from duckdb_sem.llm.outputs import TypeSpec
 from duckdb_sem.llm.prompts import build_request
+from duckdb_sem.llm.render import render_column
 from duckdb_sem.llm.request import Completion, LLMRequest, OperatorKind
 from duckdb_sem.runtime.context import QueryContext
 from duckdb_sem.runtime.operators import SemEngine
@@ -169,13 +169,13 @@ def topk_batches(
     Ties keep the input order; rows with a NULL input get no call and rank last.
     """
     parsed = parse_template(template)
-    values = [table.column(c).to_pylist() for c in columns]
+    values = [render_column(table.column(c)) for c in columns]
     requests: list[LLMRequest | None] = []
     for row in zip(*values, strict=True):
         if any(v is None for v in row):
             requests.append(None)
             continue
-        requests.append(build_request(OperatorKind.FILTER, parsed.render([_text(v) for v in row])))
+        requests.append(build_request(OperatorKind.FILTER, parsed.render(list(row))))
     answers = engine.answer(requests, query=query(), label="sem_topk")
     scores = [_score(a) for a in answers]
     order = sorted(range(len(scores)), key=lambda i: -scores[i])[:k]
@@ -193,9 +193,3 @@ def _score(answer: Completion | None) -> float:
     if answer.score is not None:
         return float(answer.score)
     return 1.0 if answer.value else -1.0
-
-
-def _text(value: Any) -> str:
-    if isinstance(value, bytes):
-        return value.decode("utf-8", "replace")
-    return value if isinstance(value, str) else str(value)

@@ -26,7 +26,7 @@ SQL = (
 class WordBackend(RuleBackend):
     """Yes iff the text says the template's last word with a '!': "x sounds superb"."""
 
-    def decide(self, row: str) -> bool:
+    def decide(self, row: str, request: object = None) -> bool:
         return row.rsplit(" ", 1)[-1] + "!" in row
 
 

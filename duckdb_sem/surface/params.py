@@ -1,0 +1,97 @@
+"""Bound parameters (``?``, ``$1``) written into a statement as typed SQL literals.
+
+The optimizer plans SQL text; a parameterised statement (every one a Postgres driver sends
+through the extended protocol) would otherwise have to take the UDF path. Values of the common
+Python types become literals DuckDB reads back as the same value and type (a string is quoted
+with its quotes doubled, so a value can never become SQL); for any other type, or placeholders
+that do not match the values given, :func:`inline_params` returns None and the statement runs
+with DuckDB binding the parameters itself.
+
+Example:
+    >>> inline_params("SELECT * FROM t WHERE id = ? AND note = ?", [3, "it's"])
+    "SELECT * FROM t WHERE id = 3 AND note = 'it''s'"
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import decimal
+import math
+import uuid
+from collections.abc import Sequence
+
+import sqlglot
+from sqlglot import exp
+from sqlglot.dialects.duckdb import DuckDB
+from sqlglot.tokenizer_core import TokenType
+
+__all__ = ["inline_params", "literal"]
+
+
+def literal(value: object) -> exp.Expr | None:
+    """``value`` as a SQL literal of its type, or None when there is no exact one."""
+    if value is None:
+        return exp.Null()
+    if isinstance(value, bool):
+        return exp.Boolean(this=value)
+    if isinstance(value, int):
+        return exp.Literal.number(value)
+    if isinstance(value, float):
+        if math.isnan(value) or math.isinf(value):
+            return exp.cast(exp.Literal.string(repr(value)), "DOUBLE")
+        return exp.cast(exp.Literal.number(repr(value)), "DOUBLE")
+    if isinstance(value, decimal.Decimal):
+        return exp.Literal.number(str(value))
+    if isinstance(value, str):
+        return exp.Literal.string(value)
+    if isinstance(value, dt.datetime):
+        kind = "TIMESTAMPTZ" if value.tzinfo is not None else "TIMESTAMP"
+        return exp.cast(exp.Literal.string(value.isoformat(sep=" ")), kind)
+    if isinstance(value, dt.date):
+        return exp.cast(exp.Literal.string(value.isoformat()), "DATE")
+    if isinstance(value, dt.time):
+        return exp.cast(exp.Literal.string(value.isoformat()), "TIME")
+    if isinstance(value, uuid.UUID):
+        return exp.cast(exp.Literal.string(str(value)), "UUID")
+    return None
+
+
+def _numbered(sql: str) -> str:
+    """``sql`` with each ``?`` written ``$n`` in textual order (strings and comments untouched)."""
+    tokens = [t for t in DuckDB().tokenize(sql) if t.token_type == TokenType.PLACEHOLDER]
+    out, at, n = [], 0, 0
+    for token in tokens:
+        if token.text != "?":
+            continue
+        n += 1
+        out.append(sql[at : token.start])
+        out.append(f"${n}")
+        at = token.end + 1
+    out.append(sql[at:])
+    return "".join(out)
+
+
+def inline_params(sql: str, params: Sequence[object]) -> str | None:
+    """``sql`` with its placeholders replaced by ``params`` as literals (None: cannot)."""
+    values = [literal(v) for v in params]
+    if any(v is None for v in values):
+        return None
+    try:
+        tree = sqlglot.parse_one(_numbered(sql), dialect="duckdb")
+    except sqlglot.errors.ParseError:
+        return None
+    used: set[int] = set()
+    for holder in list(tree.find_all(exp.Placeholder)):
+        if holder.this is None or not str(holder.this).isdigit():
+            return None  # ``?`` mixed with ``$n``, or a named parameter
+        index = int(str(holder.this)) - 1
+        if not 0 <= index < len(values):
+            return None
+        replacement = values[index]
+        assert replacement is not None
+        holder.replace(replacement.copy())
+        used.add(index)
+    if used != set(range(len(values))):
+        return None
+    out: str = tree.sql(dialect="duckdb", normalize_functions=False)
+    return out
