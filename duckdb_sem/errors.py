@@ -20,7 +20,11 @@ Postgres boundary (the wire server).
     │   └── ModelOutputError        output could not be parsed after all retries
     ├── SchedulerError              the scheduler (in process or sidecar) failed
     │   └── SidecarError            cannot reach the sidecar, or it died mid-query
-    └── QueryCancelledError         the query was cancelled (interrupt, Ctrl-C, wire cancel)
+    ├── QueryCancelledError         the query was cancelled (interrupt, Ctrl-C, wire cancel)
+    └── WireError                   a wire-server client asked for what the server refuses
+        ├── RefusedError            would change what other sessions see (ATTACH, DETACH...)
+        ├── ReadOnlyError           a write on a --read-only server
+        └── TransactionStateError   savepoint outside a transaction, unknown savepoint
 """
 
 from __future__ import annotations
@@ -36,11 +40,15 @@ __all__ = [
     "OutputTypeError",
     "PlanError",
     "QueryCancelledError",
+    "ReadOnlyError",
+    "RefusedError",
     "SchedulerError",
     "SemError",
     "SidecarError",
     "TemplateError",
+    "TransactionStateError",
     "UnknownColumnError",
+    "WireError",
 ]
 
 
@@ -104,3 +112,23 @@ class SidecarError(SchedulerError):
 
 class QueryCancelledError(SemError):
     sqlstate = "57014"  # query_canceled
+
+
+class WireError(SemError):
+    sqlstate = "42000"  # syntax_error_or_access_rule_violation
+
+
+class RefusedError(WireError):
+    sqlstate = "42501"  # insufficient_privilege
+
+
+class ReadOnlyError(WireError):
+    sqlstate = "25006"  # read_only_sql_transaction
+
+
+class TransactionStateError(WireError):
+    """Set ``sqlstate`` per instance: 25P01 (no transaction) or 3B001 (no such savepoint)."""
+
+    def __init__(self, message: str, *, sqlstate: str = "25P01") -> None:
+        super().__init__(message)
+        self.sqlstate = sqlstate

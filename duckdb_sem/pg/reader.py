@@ -120,7 +120,8 @@ def read_query(
         read_options=pacsv.ReadOptions(
             column_names=[c.name for c in columns], use_threads=False, block_size=_BLOCK
         ),
-        parse_options=pacsv.ParseOptions(newlines_in_values=True),
+        # A row whose only column is NULL is an empty line: keep it (a row, not a blank).
+        parse_options=pacsv.ParseOptions(newlines_in_values=True, ignore_empty_lines=False),
         convert_options=pacsv.ConvertOptions(
             column_types=parse_schema,
             null_values=[""],

@@ -4,9 +4,9 @@ DuckDB 2.x has no postgres extension offline and no Python table functions, so r
 routed by rewriting: :meth:`PgSource.rewrite` replaces each ``alias.schema.table`` in a
 statement with a freshly registered Arrow table holding only the rows and columns the statement
 needs (see :mod:`duckdb_sem.pg.pushdown`), read with ``COPY``. The catalog ``alias`` also
-exists in DuckDB (an in-memory database with one view per table, of the right columns), so
-clients can list and describe the tables; scanning such a view without the rewrite raises an
-error that says so, rather than returning no rows.
+exists in DuckDB (a small database file with one view per table, of the right columns), so
+clients can list and describe the tables; it is attached read-only, and scanning such a view
+without the rewrite raises an error that says so (whatever the filter), never returns no rows.
 """
 
 from __future__ import annotations
@@ -15,9 +15,12 @@ import contextlib
 import itertools
 import logging
 import re
+import shutil
+import tempfile
 import threading
 import weakref
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import duckdb
@@ -139,24 +142,42 @@ class PgSource:
                 con.unregister(name)
 
     def create_catalog(self, con: duckdb.DuckDBPyConnection) -> None:
-        """``ATTACH ':memory:' AS alias`` with one view per table (scanning it explains why not)."""
-        con.execute(f"ATTACH ':memory:' AS {_ident(self.alias)}")
-        schemas = sorted({schema for schema, _ in self.tables})
-        for schema in schemas:
-            if schema != "main":
-                con.execute(f"CREATE SCHEMA IF NOT EXISTS {_ident(self.alias)}.{_ident(schema)}")
-        for table in self.tables.values():
-            message = (
-                f"{self.alias}.{table.schema}.{table.name} is a PostgreSQL table: read it through "
-                "duckdb-sem (the wire server, or a connection with the PostgreSQL rewrite hook)"
-            ).replace("'", "''")
-            columns = ", ".join(
-                f"NULL::{_duck_type(c.pg_type)} AS {_ident(c.name)}" for c in table.columns
-            )
-            con.execute(
-                f"CREATE VIEW {_ident(self.alias)}.{_ident(table.schema)}.{_ident(table.name)} AS "
-                f"SELECT {columns} FROM range(1) WHERE error('{message}') IS NULL"
-            )
+        """Attach ``alias``, read-only, with one view per table (scanning one explains why not).
+
+        The views are written to a private file attached ``READ_ONLY``, so the catalog is the
+        same for every connection of the instance and none can add to it.
+        """
+        folder = Path(tempfile.mkdtemp(prefix="duckdb-sem-pg-"))
+        path = folder / f"{self.alias}.duckdb"
+        build = duckdb.connect(str(path))
+        try:
+            for schema in sorted({schema for schema, _ in self.tables}):
+                if schema != "main":
+                    build.execute(f"CREATE SCHEMA IF NOT EXISTS {_ident(schema)}")
+            for table in self.tables.values():
+                build.execute(_view_sql(self.alias, table))
+        finally:
+            build.close()
+        weakref.finalize(self, shutil.rmtree, folder, ignore_errors=True)
+        quoted = str(path).replace("'", "''")
+        con.execute(f"ATTACH '{quoted}' AS {_ident(self.alias)} (READ_ONLY)")
+
+
+def _view_sql(alias: str, table: PgTable) -> str:
+    # Every column and the row itself raise: no filter or projection can make DuckDB skip the
+    # error and return no rows instead.
+    message = (
+        f"{alias}.{table.schema}.{table.name} is a PostgreSQL table: read it through duckdb-sem "
+        f"(the wire server, or sql = source.rewrite(sql, con) from attach_postgres)"
+    ).replace("'", "''")
+    fail = f"error('{message}')"
+    columns = ", ".join(
+        f"{fail}::{_duck_type(c.pg_type)} AS {_ident(c.name)}" for c in table.columns
+    )
+    return (
+        f"CREATE VIEW {_ident(table.schema)}.{_ident(table.name)} AS "
+        f"SELECT {columns} FROM range(1) WHERE {fail} IS NULL"
+    )
 
 
 def _list_tables(dsn: str) -> dict[tuple[str, str], PgTable]:

@@ -15,6 +15,8 @@ import re
 
 import duckdb
 
+from duckdb_sem.pgwire.lexer import mask_strings, unmask
+
 __all__ = ["COMPAT_MACROS", "REWRITES", "SERVER_VERSION", "install_compat", "rewrite_catalog"]
 
 SERVER_VERSION = "15.0"
@@ -92,18 +94,20 @@ def _collation(match: re.Match[str]) -> str:
 
 
 def rewrite_catalog(sql: str) -> str:
+    """``sql`` with the rewrites applied outside its string constants (templates stay as typed)."""
     if "pg_" not in sql and "version" not in sql.lower() and "::" not in sql:
         return sql
+    masked, strings = mask_strings(sql)
     for pattern, replacement in REWRITES:
-        sql = pattern.sub(replacement, sql)
-    return _COLLATION.sub(_collation, sql)
+        masked = pattern.sub(replacement, masked)
+    return unmask(_COLLATION.sub(_collation, masked), strings)
 
 
 def install_compat(con: duckdb.DuckDBPyConnection) -> None:
-    """Create :data:`COMPAT_MACROS` and the compat views in ``con``'s current schema."""
+    """Create :data:`COMPAT_MACROS` and the compat views as TEMP objects of ``con``."""
     for name, body in COMPAT_MACROS.items():
-        con.execute(f"CREATE OR REPLACE MACRO {name}{body}")
+        con.execute(f"CREATE OR REPLACE TEMP MACRO {name}{body}")
     con.execute(
-        "CREATE OR REPLACE VIEW __pg_collation AS SELECT NULL::BIGINT AS oid, "
+        "CREATE OR REPLACE TEMP VIEW __pg_collation AS SELECT NULL::BIGINT AS oid, "
         "NULL::VARCHAR AS collname, NULL::BIGINT AS collnamespace WHERE false"
     )

@@ -11,20 +11,24 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from duckdb_sem.pgwire.lexer import strip_comments
+
 __all__ = [
     "Begin",
     "Close",
     "Command",
+    "Deallocate",
     "Declare",
     "End",
     "Fetch",
     "Ignore",
+    "Release",
     "Reset",
     "RollbackToSavepoint",
+    "Savepoint",
     "Set",
     "Show",
     "parse_command",
-    "split_statements",
 ]
 
 
@@ -55,8 +59,25 @@ class End:
 
 
 @dataclass(frozen=True, slots=True)
+class Savepoint:
+    name: str
+
+
+@dataclass(frozen=True, slots=True)
+class Release:
+    name: str
+
+
+@dataclass(frozen=True, slots=True)
 class RollbackToSavepoint:
-    """Savepoints are accepted but not kept: this restarts the transaction (best effort)."""
+    """Undo what ran after savepoint ``name`` (see :mod:`.transaction`)."""
+
+    name: str
+
+
+@dataclass(frozen=True, slots=True)
+class Deallocate:
+    name: str | None  # None: ALL
 
 
 @dataclass(frozen=True, slots=True)
@@ -79,12 +100,15 @@ class Close:
 
 @dataclass(frozen=True, slots=True)
 class Ignore:
-    """Accepted and answered with ``tag``, nothing to do (LISTEN, DISCARD, SAVEPOINT...)."""
+    """Accepted and answered with ``tag``, nothing to do (LISTEN, DISCARD...)."""
 
     tag: str
 
 
-Command = Set | Reset | Show | Begin | End | RollbackToSavepoint | Declare | Fetch | Close | Ignore
+Command = (
+    Set | Reset | Show | Begin | End | Savepoint | Release | RollbackToSavepoint | Deallocate
+    | Declare | Fetch | Close | Ignore
+)  # fmt: skip
 
 _FLAGS = re.IGNORECASE | re.DOTALL
 _NAME = r'(?P<name>"(?:[^"]|"")+"|\w+)'
@@ -100,8 +124,11 @@ _END = re.compile(
     r"^(?P<w>COMMIT|END|ROLLBACK|ABORT)(\s+(WORK|TRANSACTION))?(\s+AND\s+NO\s+CHAIN)?$", _FLAGS
 )
 _ROLLBACK_TO = re.compile(
-    r"^ROLLBACK\s+(?:WORK\s+|TRANSACTION\s+)?TO\s+(?:SAVEPOINT\s+)?\S+$", _FLAGS
+    r"^ROLLBACK\s+(?:WORK\s+|TRANSACTION\s+)?TO\s+(?:SAVEPOINT\s+)?" + _NAME + "$", _FLAGS
 )
+_SAVEPOINT = re.compile(r"^SAVEPOINT\s+" + _NAME + "$", _FLAGS)
+_RELEASE = re.compile(r"^RELEASE\s+(?:SAVEPOINT\s+)?" + _NAME + "$", _FLAGS)
+_DEALLOCATE = re.compile(r"^DEALLOCATE\s+(?:PREPARE\s+)?" + _NAME + "$", _FLAGS)
 _DECLARE = re.compile(
     r"^DECLARE\s+" + _NAME + r"\s+(?:BINARY\s+)?(?:INSENSITIVE\s+)?(?:NO\s+)?(?:SCROLL\s+)?"
     r"CURSOR\s+(?:(?:WITH|WITHOUT)\s+HOLD\s+)?FOR\s+(?P<q>.*)$",
@@ -116,11 +143,8 @@ _FETCH = re.compile(
 _CLOSE = re.compile(r"^CLOSE\s+" + _NAME + "$", _FLAGS)
 _IGNORED = {
     "discard": "DISCARD ALL",
-    "deallocate": "DEALLOCATE",
     "listen": "LISTEN",
     "unlisten": "UNLISTEN",
-    "savepoint": "SAVEPOINT",
-    "release": "RELEASE",
 }
 #: SHOW names the session answers; anything else (SHOW TABLES...) goes to DuckDB
 SESSION_DEFAULTS = {
@@ -152,11 +176,6 @@ SESSION_DEFAULTS = {
 }
 
 
-def _strip(sql: str) -> str:
-    text = re.sub(r"--[^\n]*", " ", sql)
-    return text.strip().rstrip(";").strip()
-
-
 def _ident(name: str) -> str:
     if len(name) >= 2 and name[0] == name[-1] == '"':
         return name[1:-1].replace('""', '"')
@@ -172,7 +191,7 @@ def _unquote(value: str) -> str:
 
 def parse_command(sql: str) -> Command | None:
     """The session command ``sql`` is, or None when DuckDB should run it."""
-    text = _strip(sql)
+    text = strip_comments(sql)
     head = text.split(None, 1)[0].lower() if text else ""
     if head == "set":
         if match := _SET_TZ.match(text):
@@ -189,8 +208,15 @@ def parse_command(sql: str) -> Command | None:
             return Show(name)
     elif head in {"begin", "start"} and _BEGIN.match(text):
         return Begin()
-    elif head == "rollback" and _ROLLBACK_TO.match(text):
-        return RollbackToSavepoint()
+    elif head == "rollback" and (match := _ROLLBACK_TO.match(text)):
+        return RollbackToSavepoint(_ident(match["name"]))
+    elif head == "savepoint" and (match := _SAVEPOINT.match(text)):
+        return Savepoint(_ident(match["name"]))
+    elif head == "release" and (match := _RELEASE.match(text)):
+        return Release(_ident(match["name"]))
+    elif head == "deallocate" and (match := _DEALLOCATE.match(text)):
+        name = _ident(match["name"])
+        return Deallocate(None if name == "all" else name)
     elif head in {"commit", "end", "rollback", "abort"} and (match := _END.match(text)):
         return End(commit=match["w"].lower() in {"commit", "end"})
     elif head == "declare" and (match := _DECLARE.match(text)):
@@ -204,44 +230,3 @@ def parse_command(sql: str) -> Command | None:
     elif head in _IGNORED:
         return Ignore(_IGNORED[head])
     return None
-
-
-def split_statements(sql: str) -> list[str]:
-    """Split a simple-query string on top-level semicolons (quotes and comments respected)."""
-    out: list[str] = []
-    current: list[str] = []
-    i, n = 0, len(sql)
-    while i < n:
-        c = sql[i]
-        if c in "'\"":
-            end = i + 1
-            while end < n:
-                if sql[end] == c:
-                    if end + 1 < n and sql[end + 1] == c:
-                        end += 2
-                        continue
-                    break
-                end += 1
-            current.append(sql[i : end + 1])
-            i = end + 1
-            continue
-        if c == "-" and sql.startswith("--", i):
-            end = sql.find("\n", i)
-            end = n if end < 0 else end
-            current.append(sql[i:end])
-            i = end
-            continue
-        if c == "/" and sql.startswith("/*", i):
-            end = sql.find("*/", i + 2)
-            end = n if end < 0 else end + 2
-            current.append(sql[i:end])
-            i = end
-            continue
-        if c == ";":
-            out.append("".join(current))
-            current = []
-        else:
-            current.append(c)
-        i += 1
-    out.append("".join(current))
-    return [s for s in out if _strip(s)]

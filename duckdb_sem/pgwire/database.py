@@ -1,21 +1,24 @@
 """The one DuckDB database behind a wire server, and a ``SemConnection`` per client session.
 
-DuckDB registers Python UDFs database-wide, so the server installs the ``sem_*`` functions once
-in an in-memory catalog, attaches the user's file next to it (read-only when asked) and hands
-each session a cursor with its own ``SemConnection``. Which query a UDF batch belongs to is
-found per thread (:class:`RoutedSession`): the server runs DuckDB with ``threads=1`` by
-default, so a query's UDF calls happen on its session's thread, which makes per-query
-statistics and cancellation exact.
+The instance is opened on the user's file itself (read-only when asked), so there is no
+``memory`` catalog for sessions to share: its catalogs are the user's database, the
+PostgreSQL sources (read-only, see :mod:`duckdb_sem.pg`), ``system`` and each connection's
+``temp``. DuckDB registers Python UDFs database-wide (in ``system``), so the server installs
+the ``sem_*`` UDFs once and creates the ``sem_*`` macros and catalog compat macros as TEMP
+macros in each session's cursor: a session that redefines one changes only itself. Which query
+a UDF batch belongs to is found per thread (:class:`RoutedSession`): the server runs DuckDB
+with ``threads=1`` by default, so a query's UDF calls happen on its session's thread, which
+makes per-query statistics and cancellation exact.
 
 Before any client connects, external access is switched off (no files, no ``ATTACH``, no
-extensions from SQL) unless the operator allowed it, and DuckDB's configuration is locked so no
-client can switch it back.
+extensions from SQL, no temp directory to spill into) unless the operator allowed it, and
+DuckDB's configuration is locked so no client can switch it back. What SQL may run is decided
+per statement in :mod:`.policy`.
 """
 
 from __future__ import annotations
 
 import logging
-import re
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, replace
@@ -27,7 +30,8 @@ import duckdb
 from duckdb_sem.config import Settings, parse_cache
 from duckdb_sem.connection import SemConnection
 from duckdb_sem.errors import ConfigError, SemError
-from duckdb_sem.pgwire.catalog import install_compat
+from duckdb_sem.pgwire.catalog import COMPAT_MACROS, install_compat
+from duckdb_sem.pgwire.policy import Policy
 from duckdb_sem.runtime.context import QueryContext
 from duckdb_sem.runtime.operators import SemEngine
 from duckdb_sem.scheduler.shared import scheduler_for
@@ -55,7 +59,7 @@ class DatabaseOptions:
 
 
 class RoutedSession(SemSession):
-    """A ``SemSession`` whose current query (and last error) is kept per thread."""
+    """A ``SemSession`` whose current query, last error and cursor are kept per thread."""
 
     def __init__(self, con: duckdb.DuckDBPyConnection, engine: SemEngine) -> None:
         self._local = threading.local()
@@ -88,9 +92,49 @@ class RoutedSession(SemSession):
         """Call ``listener`` with each new query started on the calling thread."""
         self._local.listener = listener
 
+    def bind_cursor(self, cursor: duckdb.DuckDBPyConnection) -> None:
+        """Give ``cursor`` (the calling thread's session) its own TEMP ``sem_*`` macros."""
+        self.install_macros(cursor)
+        self._local.cursor = cursor
+        self._local.defined = set(self.macros)
 
-def _sql_name(name: str) -> str:
-    return '"' + name.replace('"', '""') + '"'
+    def _macro_connection(self) -> duckdb.DuckDBPyConnection:
+        cursor: duckdb.DuckDBPyConnection | None = getattr(self._local, "cursor", None)
+        return self.con if cursor is None else cursor
+
+    def _define(self, name: str, sql: str) -> None:
+        super()._define(name, sql)
+        defined: set[str] | None = getattr(self._local, "defined", None)
+        if defined is not None:
+            defined.add(name)
+
+    def _ensure_defined(self, name: str) -> None:
+        defined: set[str] | None = getattr(self._local, "defined", None)
+        if defined is not None and name not in defined and name in self.macros:
+            self._macro_connection().execute(self.macros[name])
+            defined.add(name)
+
+
+def _open(options: DatabaseOptions) -> duckdb.DuckDBPyConnection:
+    config: dict[str, str | bool | int | float | list[str]] = {"threads": str(options.threads)}
+    path = options.path
+    if path != ":memory:" and not options.read_only and not Path(path).parent.exists():
+        raise ConfigError(f"directory of database {path!r} does not exist: create it first")
+    if options.read_only and path != ":memory:" and not Path(path).exists():
+        raise ConfigError(f"database {path!r} does not exist (--read-only opens a file as is)")
+    try:
+        return duckdb.connect(
+            path, read_only=options.read_only and path != ":memory:", config=config
+        )
+    except duckdb.IOException as err:
+        text = str(err)
+        if "lock" in text.lower():
+            holder = text.split("Conflicting lock is held in", 1)[-1].strip().split("\n")[0]
+            raise ConfigError(
+                f"database {path!r} is locked by another process ({holder[:120]}): stop it, "
+                "or serve a copy of the file"
+            ) from None
+        raise ConfigError(f"cannot open database {path!r}: {text.splitlines()[0]}") from None
 
 
 class Database:
@@ -103,25 +147,23 @@ class Database:
         if options.cache is not None:
             settings = replace(settings, cache_path=parse_cache(options.cache))
         self.settings = settings
-        self._base = duckdb.connect(":memory:", config={"threads": str(options.threads)})
+        self._base = _open(options)
         self.engine = SemEngine(scheduler_for(settings), batch_size=settings.batch_size)
         self.routed = RoutedSession(self._base, self.engine)
         self.routed.install(shared=True)
-        install_compat(self._base)
-        self.name = "memory"
-        if options.path != ":memory:":
-            if not options.read_only and not Path(options.path).parent.exists():
-                raise ConfigError(f"directory of database {options.path!r} does not exist")
-            stem = re.sub(r"\W+", "_", Path(options.path).stem) or "db"
-            self.name = stem if stem not in {"memory", "system", "temp"} else f"{stem}_db"
-            mode = " (READ_ONLY)" if options.read_only else ""
-            path = options.path.replace("'", "''")
-            self._base.execute(f"ATTACH '{path}' AS {_sql_name(self.name)}{mode}")
+        (name,) = self._base.execute("SELECT current_database()").fetchone() or ("memory",)
+        self.name = str(name)
         self.sources: list[Any] = []
         for alias, dsn in options.postgres:
             from duckdb_sem.pg import attach_postgres
 
             self.sources.append(attach_postgres(self._base, dsn, alias=alias))
+        self.policy = Policy(
+            read_only=options.read_only,
+            external_access=options.external_access,
+            catalogs=frozenset({self.name, *(s.alias for s in self.sources)}),
+            reserved=frozenset(COMPAT_MACROS),
+        )
         self._lock_down()
 
     def _lock_down(self) -> None:
@@ -133,6 +175,8 @@ class Database:
                     for d in self.options.allowed_directories
                 )
                 con.execute(f"SET allowed_directories = [{listed}]")
+            # DuckDB lets SQL reach its temp directory even then (COPY TO, ATTACH there).
+            con.execute("SET temp_directory = ''")
             con.execute("SET enable_external_access = false")
             con.execute("SET allow_community_extensions = false")
             con.execute("SET autoinstall_known_extensions = false")
@@ -140,10 +184,10 @@ class Database:
         con.execute("SET lock_configuration = true")
 
     def session(self) -> SemConnection:
+        """A connection for the calling thread's session, with its own TEMP macros."""
         cursor = self._base.cursor()
-        cursor.execute(f"USE {_sql_name(self.name)}")
-        path = f"{self.name}.main,memory.main"
-        cursor.execute(f"SET search_path = '{path}'")
+        self.routed.bind_cursor(cursor)
+        install_compat(cursor)
         return SemConnection(cursor, self.routed, self.settings)
 
     def rewrite(self, sql: str, con: SemConnection) -> str:

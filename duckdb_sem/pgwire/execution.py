@@ -13,18 +13,18 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager, nullcontext
 from typing import Any
 
 import duckdb
 import pyarrow as pa
 
 from duckdb_sem.errors import QueryCancelledError
-from duckdb_sem.pgwire import commands as cmd
 from duckdb_sem.pgwire import messages as m
 from duckdb_sem.pgwire.catalog import rewrite_catalog
 from duckdb_sem.pgwire.database import Database
-from duckdb_sem.pgwire.results import Result, command_tag, returns_rows
+from duckdb_sem.pgwire.results import Result
+from duckdb_sem.pgwire.statements import Parsed
 from duckdb_sem.runtime.context import QueryContext
 
 __all__ = ["Execution"]
@@ -33,33 +33,36 @@ __all__ = ["Execution"]
 class Execution:
     """Owns one session's connection (``con``); see the module docstring."""
 
-    def __init__(self, db: Database) -> None:
+    def __init__(
+        self, db: Database, *, guard: Callable[[], AbstractContextManager[None]] | None = None
+    ) -> None:
         self.db = db
         self.con = db.session()
+        #: entered while a statement runs (the server's watch for a client that went away)
+        self._guard = guard or nullcontext
         self._lock = threading.Lock()
         self._running = False
         self._query: QueryContext | None = None
         self._open: pa.RecordBatchReader | None = None  # DuckDB allows one open result
 
-    def run_sql(self, sql: str, params: list[Any]) -> Result:
-        """Run one statement that is not a session command."""
+    def run_sql(self, sql: str, params: list[Any], parsed: Parsed) -> Result:
+        """Run one statement that is not a session command (``parsed``: DuckDB's reading)."""
         self.close_open()
         query = self.db.rewrite(rewrite_catalog(sql), self.con)
         with self.busy():
-            if returns_rows(query):
+            if parsed.returns_rows:
                 rel = self.translated(lambda: self.con.sql(query, params=params or None))
                 reader = self.translated(lambda: rel.to_arrow_reader(1024))
                 self._open = reader
-                return Result.of_rows("SELECT", reader.schema, self._batches(reader))
+                return Result.of_rows(parsed.row_tag, reader.schema, self._batches(reader))
             self.translated(lambda: self.con.execute(query, params or None))
             rows = self.translated(self.con.fetchall)
+        # DuckDB answers INSERT/UPDATE/DELETE/COPY with one row: the count of rows changed.
         count = rows[0][0] if rows and rows[0] and isinstance(rows[0][0], int) else None
-        return Result.command(command_tag(query, count))
+        return Result.command(parsed.tag(count))
 
     def describe_sql(self, sql: str, count: int) -> list[m.Field]:
-        """The fields a statement with ``count`` parameters would return (none for commands)."""
-        if cmd.parse_command(sql) is not None or not returns_rows(sql):
-            return []
+        """The fields a query with ``count`` parameters would return (the session checks it reads)."""
         query = self.db.rewrite(rewrite_catalog(sql), self.con)
         with self.busy():
             rel = self.translated(lambda: self.con.sql(query, params=[None] * count or None))
@@ -94,7 +97,8 @@ class Execution:
         with self._lock:
             self._running = True
         try:
-            yield
+            with self._guard():
+                yield
         finally:
             with self._lock:
                 self._running = False

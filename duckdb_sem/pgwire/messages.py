@@ -14,6 +14,8 @@ from typing import BinaryIO
 __all__ = [
     "CANCEL_REQUEST",
     "GSSENC_REQUEST",
+    "MAX_AUTH_MESSAGE",
+    "MAX_MESSAGE",
     "PROTOCOL_3",
     "SSL_REQUEST",
     "Field",
@@ -30,6 +32,7 @@ __all__ = [
     "data_row",
     "empty_query",
     "error_response",
+    "fatal_response",
     "no_data",
     "notice_response",
     "parameter_description",
@@ -45,7 +48,10 @@ PROTOCOL_3 = 196608
 SSL_REQUEST = 80877103
 CANCEL_REQUEST = 80877102
 GSSENC_REQUEST = 80877104
-MAX_MESSAGE = 256 * 1024 * 1024
+#: the largest message read after authentication (``--max-message``), and before it (SASL
+#: messages: PostgreSQL's PG_MAX_AUTH_TOKEN_LENGTH)
+MAX_MESSAGE = 64 * 1024 * 1024
+MAX_AUTH_MESSAGE = 65535
 
 
 class ProtocolViolation(Exception):
@@ -89,11 +95,17 @@ def read_startup(stream: BinaryIO) -> tuple[int, bytes]:
     return code, body[4:]
 
 
-def read_message(stream: BinaryIO) -> Message:
+def read_message(stream: BinaryIO, limit: int = MAX_MESSAGE) -> Message:
+    """One typed message; a length over ``limit`` is refused before any of it is read."""
     header = _read_exact(stream, 5)
     (length,) = struct.unpack("!i", header[1:])
-    if length < 4 or length > MAX_MESSAGE:
-        raise ProtocolViolation(f"bad message length {length}")
+    if length < 4:
+        raise ProtocolViolation(f"invalid message length {length}")
+    if length > limit:
+        raise ProtocolViolation(
+            f"message of {length} bytes is over this server's limit of {limit} bytes "
+            "(duckdb-sem pgwire --max-message)"
+        )
     return Message(header[:1], _read_exact(stream, length - 4))
 
 

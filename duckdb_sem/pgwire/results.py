@@ -16,37 +16,7 @@ import pyarrow as pa
 from duckdb_sem.pgwire.messages import Field, data_row
 from duckdb_sem.pgwire.types import PgType, pg_type_for
 
-__all__ = ["ROW_STATEMENTS", "Result", "command_tag", "returns_rows"]
-
-#: leading keywords of statements that return rows (anything else is a command)
-ROW_STATEMENTS = frozenset(
-    {"select", "with", "values", "table", "show", "describe", "explain", "pragma", "from",
-     "summarize", "call", "(", "fetch"}
-)  # fmt: skip
-
-
-def returns_rows(sql: str) -> bool:
-    words = sql.lstrip(" \t\r\n(").split(None, 1)
-    return bool(words) and (words[0].lower() in ROW_STATEMENTS or sql.lstrip().startswith("("))
-
-
-def command_tag(sql: str, count: int | None) -> str:
-    words = sql.split()
-    head = words[0].upper() if words else ""
-    if head == "INSERT":
-        return f"INSERT 0 {count or 0}"
-    if head in {"UPDATE", "DELETE", "MERGE", "COPY"}:
-        return f"{head} {count or 0}"
-    if head in {"CREATE", "DROP", "ALTER"} and len(words) > 1:
-        second = words[1].upper()
-        if second in {"OR", "TEMP", "TEMPORARY", "UNIQUE"}:
-            kind = next(
-                (w.upper() for w in words[2:] if w.upper() not in {"REPLACE", "TEMP", "TEMPORARY"}),
-                "",
-            )
-            return f"{head} {kind}".strip()
-        return f"{head} {second}"
-    return head or "OK"
+__all__ = ["Result"]
 
 
 @dataclass(eq=False)

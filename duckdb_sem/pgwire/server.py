@@ -3,10 +3,19 @@
 A connection's first packet is a startup message, an SSLRequest (answered ``S`` and wrapped
 when TLS is configured, ``N`` otherwise), or a CancelRequest carrying the process id and secret
 handed out in BackendKeyData; a matching cancel stops that session's running statement.
+
+Limits (:class:`ServerOptions`): at most ``max_connections`` connections (one more gets FATAL
+53300, as PostgreSQL's ``max_connections``); startup and authentication must finish within
+``auth_timeout`` seconds (``authentication_timeout``); a message before authentication may be at
+most ``MAX_AUTH_MESSAGE`` bytes, after it ``max_message`` bytes (FATAL 08P01, nothing of it
+read). A client that disconnects while its statement runs has the statement cancelled
+(:mod:`.hangup`).
 """
 
 from __future__ import annotations
 
+import contextlib
+import errno
 import itertools
 import logging
 import secrets
@@ -18,10 +27,12 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import BinaryIO
 
+from duckdb_sem.errors import ConfigError
 from duckdb_sem.pgwire import messages as m
 from duckdb_sem.pgwire.auth import MECHANISM, AuthFailed, ScramExchange, Verifier
 from duckdb_sem.pgwire.catalog import SERVER_VERSION
 from duckdb_sem.pgwire.database import Database
+from duckdb_sem.pgwire.hangup import HangupWatcher
 from duckdb_sem.pgwire.session import Session
 
 __all__ = ["ServerOptions", "WireServer"]
@@ -38,6 +49,9 @@ class ServerOptions:
     tls_cert: str | None = None
     tls_key: str | None = None
     require_tls: bool = False
+    max_connections: int = 100
+    auth_timeout: float = 10.0
+    max_message: int = m.MAX_MESSAGE
 
 
 class _Startup(Exception):
@@ -59,8 +73,9 @@ class WireServer:
         self._sessions: dict[int, tuple[int, Session]] = {}
         self._pids = itertools.count(1000)
         self._lock = threading.Lock()
-        self._sock = socket.create_server((options.host, options.port), reuse_port=False)
-        self._sock.listen(256)
+        self._connections = 0
+        self._hangups = HangupWatcher()
+        self._sock = _listen(options.host, options.port)
         self.port = int(self._sock.getsockname()[1])
         self._closed = threading.Event()
         if not _is_loopback(options.host) and not options.users:
@@ -78,16 +93,36 @@ class WireServer:
                     return
                 raise
             conn.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-            threading.Thread(target=self._handle, args=(conn,), daemon=True).start()
+            with self._lock:
+                admitted = self._connections < self.options.max_connections
+                self._connections += admitted
+            target = self._handle if admitted else self._refuse
+            threading.Thread(target=target, args=(conn,), daemon=True).start()
 
     def shutdown(self) -> None:
         self._closed.set()
         self._sock.close()
+        self._hangups.close()
+
+    def _refuse(self, conn: socket.socket) -> None:
+        """Over ``max_connections``: read the first packet, answer FATAL 53300, close."""
+        try:
+            conn.settimeout(2.0)
+            m.read_startup(conn.makefile("rb"))
+            text = (
+                f"sorry, too many clients already (max_connections={self.options.max_connections})"
+            )
+            conn.sendall(m.fatal_response("53300", text))
+        except (OSError, EOFError, m.ProtocolViolation):
+            pass
+        finally:
+            conn.close()
 
     # -- one connection ---------------------------------------------------------------------
     def _handle(self, conn: socket.socket) -> None:
         sock: socket.socket = conn
         try:
+            sock.settimeout(self.options.auth_timeout)
             stream: BinaryIO = sock.makefile("rb")
             code, body = m.read_startup(stream)
             encrypted = False
@@ -107,11 +142,22 @@ class WireServer:
                 self._serve(sock, stream, code, body, encrypted=encrypted)
             except _Startup as err:
                 sock.sendall(m.fatal_response(err.code, str(err)))
-        except (EOFError, ConnectionError, ssl.SSLError, m.ProtocolViolation) as err:
+        except m.ProtocolViolation as err:
+            log.info("closing a connection: %s", err)
+            with _quietly():
+                sock.sendall(m.fatal_response("08P01", str(err)))
+        except TimeoutError:
+            log.info(
+                "closing a connection that did not authenticate within %.0f s",
+                self.options.auth_timeout,
+            )
+        except (EOFError, ConnectionError, ssl.SSLError) as err:
             log.debug("connection closed: %s", err)
         except Exception:
             log.exception("connection failed")
         finally:
+            with self._lock:
+                self._connections -= 1
             sock.close()
 
     def _serve(
@@ -128,9 +174,24 @@ class WireServer:
         user = params.get("user", "")
         if self.options.users:
             self._authenticate(sock, stream, user)
+        sock.settimeout(None)
         pid, secret = next(self._pids), secrets.randbits(31)
         sock.sendall(b"".join(self._greeting(params, pid, secret)))
-        session = Session(self.db, stream, sock.sendall, startup=params)
+        fd = sock.fileno()
+        session: Session | None = None
+
+        def cancel() -> None:
+            if session is not None:
+                session.cancel()
+
+        session = Session(
+            self.db,
+            stream,
+            sock.sendall,
+            startup=params,
+            max_message=self.options.max_message,
+            guard=lambda: self._hangups.watching(fd, cancel),
+        )
         with self._lock:
             self._sessions[pid] = (secret, session)
         try:
@@ -162,14 +223,14 @@ class WireServer:
         exchange = ScramExchange(self.options.users.get(user))
         sock.sendall(m.auth_sasl([MECHANISM]))
         try:
-            first = m.read_message(stream)
+            first = m.read_message(stream, m.MAX_AUTH_MESSAGE)
             reader = m.Reader(first.payload)
             mechanism = reader.cstring()
             if first.kind != b"p" or mechanism != MECHANISM:
                 raise AuthFailed(f"expected SASL {MECHANISM}, got {mechanism!r}")
             length = reader.int32()
             sock.sendall(m.auth_sasl_continue(exchange.server_first(reader.raw(length))))
-            final = m.read_message(stream)
+            final = m.read_message(stream, m.MAX_AUTH_MESSAGE)
             sock.sendall(m.auth_sasl_final(exchange.server_final(final.payload)))
         except AuthFailed:
             raise _Startup("28P01", f'password authentication failed for user "{user}"') from None
@@ -182,6 +243,26 @@ class WireServer:
             return
         log.info("cancel request for backend %d", pid)
         entry[1].cancel()
+
+
+def _listen(host: str, port: int) -> socket.socket:
+    try:
+        sock = socket.create_server((host, port), reuse_port=False)
+    except OSError as err:
+        if err.errno == errno.EADDRINUSE:
+            raise ConfigError(
+                f"port {port} on {host} is already in use (another duckdb-sem pgwire, or "
+                "PostgreSQL?): stop it, or choose another port with --listen HOST:PORT"
+            ) from None
+        raise ConfigError(
+            f"cannot listen on {host}:{port}: {err.strerror}; check --listen HOST:PORT"
+        ) from None
+    sock.listen(256)
+    return sock
+
+
+def _quietly() -> contextlib.AbstractContextManager[None]:
+    return contextlib.suppress(OSError)
 
 
 def _is_loopback(host: str) -> bool:

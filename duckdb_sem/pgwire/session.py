@@ -1,9 +1,11 @@
 """One client session after authentication: the simple and extended query protocols.
 
 Each session owns a ``SemConnection`` (a cursor of the server's database, held by its
-:class:`~duckdb_sem.pgwire.execution.Execution`) and runs on its own thread. Statements go
-through :func:`~duckdb_sem.pgwire.commands.parse_command` first (session variables in
-:mod:`.settings`, transactions, cursors here), then the catalog rewrites and PostgreSQL-source
+:class:`~duckdb_sem.pgwire.execution.Execution`) and runs on its own thread. A simple query is
+split with PostgreSQL's lexical rules (:mod:`.lexer`); each statement goes through
+:func:`~duckdb_sem.pgwire.commands.parse_command` first (session variables in :mod:`.settings`,
+transactions and savepoints in :mod:`.transaction`, cursors here), else DuckDB's parser
+(:mod:`.statements`), the isolation rules (:mod:`.policy`), the catalog and PostgreSQL-source
 rewrites, then DuckDB (:mod:`.execution`). Portals (:mod:`.portals`) and ``DECLARE``d cursors
 share one namespace, as in PostgreSQL, so a client may ``Describe`` a declared cursor
 (psycopg's server-side cursors do).
@@ -11,20 +13,27 @@ share one namespace, as in PostgreSQL, so a client may ``Describe`` a declared c
 
 from __future__ import annotations
 
+import contextlib
 import logging
 from collections.abc import Callable
+from contextlib import AbstractContextManager
 from typing import Any, BinaryIO
+
+import duckdb
 
 from duckdb_sem.connection import SemConnection
 from duckdb_sem.errors import QueryCancelledError, SemError
 from duckdb_sem.pgwire import commands as cmd
 from duckdb_sem.pgwire import messages as m
+from duckdb_sem.pgwire import statements as st
 from duckdb_sem.pgwire.database import Database
 from duckdb_sem.pgwire.execution import Execution
+from duckdb_sem.pgwire.lexer import split_statements
 from duckdb_sem.pgwire.portals import Portal, Statement, param_count
 from duckdb_sem.pgwire.results import Result
 from duckdb_sem.pgwire.settings import run_setting
 from duckdb_sem.pgwire.sqlstate import describe_error
+from duckdb_sem.pgwire.transaction import Transaction, Write
 from duckdb_sem.pgwire.types import OID, decode_param
 
 __all__ = ["Session"]
@@ -45,18 +54,27 @@ class Session:
         write: Callable[[bytes], None],
         *,
         startup: dict[str, str],
+        max_message: int = m.MAX_MESSAGE,
+        guard: Callable[[], AbstractContextManager[None]] | None = None,
     ) -> None:
         self.db = db
-        self.execution = Execution(db)
+        self.execution = Execution(db, guard=guard)
+        self.max_message = max_message
         self._reader = reader
         self._write = write
         self._out: list[bytes] = []
         self._out_size = 0
         self.settings = dict(cmd.SESSION_DEFAULTS)
         self.settings["application_name"] = startup.get("application_name", "")
-        self.status = b"I"
+        self.tx = Transaction()
         self._statements: dict[str, Statement] = {}
         self._portals: dict[str, Portal] = {}
+        #: statements of SQL-level PREPARE, so EXECUTE returns what they return
+        self._prepared: dict[str, st.Parsed] = {}
+
+    @property
+    def status(self) -> bytes:
+        return self.tx.status
 
     @property
     def con(self) -> SemConnection:
@@ -84,7 +102,7 @@ class Session:
         skipping = False
         try:
             while True:
-                message = m.read_message(self._reader)
+                message = m.read_message(self._reader, self.max_message)
                 kind = message.kind
                 if kind == b"X":
                     return
@@ -126,8 +144,14 @@ class Session:
             self.flush()
         elif kind == b"H":
             self.flush()
+        elif kind in {b"F", b"d", b"c", b"f"}:
+            raise SemError(f"protocol message {kind!r} is not supported (function call, COPY FROM)")
         else:
-            raise SemError(f"unsupported protocol message {kind!r} (COPY is not supported)")
+            # As PostgreSQL: a FATAL 08P01 (sent by the server), then the connection is closed.
+            self.flush()
+            raise m.ProtocolViolation(
+                f"invalid frontend message type {kind!r}: the client does not speak protocol 3.0"
+            )
 
     def _error(self, err: BaseException) -> None:
         self.execution.close_open()
@@ -137,13 +161,12 @@ class Session:
         code, message = describe_error(err)
         if code == "XX000":
             log.warning("statement failed: %s", message)
-        if self.status == b"T":
-            self.status = b"E"
+        self.tx.failed()
         self.send(m.error_response(code, message))
 
     # -- simple protocol ------------------------------------------------------------------
     def _simple_query(self, sql: str) -> None:
-        statements = cmd.split_statements(sql)
+        statements = split_statements(sql)
         if not statements:
             self.send(m.empty_query())
         for statement in statements:
@@ -165,6 +188,10 @@ class Session:
     def _parse(self, r: m.Reader) -> None:
         name, sql = r.cstring(), r.cstring()
         oids = [r.int32() for _ in range(r.int16())]
+        if len(split_statements(sql)) > 1:
+            raise duckdb.ParserException(
+                "cannot insert multiple commands into a prepared statement"
+            )
         self._statements[name] = Statement(sql, oids)
         self.send(m.parse_complete())
 
@@ -194,7 +221,7 @@ class Session:
             count = param_count(statement.sql)
             oids = statement.param_oids + [0] * (count - len(statement.param_oids))
             self.send(m.parameter_description([o or OID["text"] for o in oids[:count]]))
-            fields = self.execution.describe_sql(statement.sql, count)
+            fields = self._describe_sql(statement.sql, count)
             self.send(m.row_description(fields) if fields else m.no_data())
             return
         portal = self._portal(name)
@@ -230,7 +257,53 @@ class Session:
             )
         if command is not None:
             return self._command(command, params)
-        return self.execution.run_sql(sql, params)
+        parsed = self._parse_one(sql)
+        if parsed is None:
+            return Result.command("")
+        self.db.policy.check(parsed)
+        result = self.execution.run_sql(sql, params, parsed)
+        if parsed.type == st.T.PREPARE and (parts := st.prepared_parts(parsed)):
+            self._prepared[parts[0]] = parts[1]
+        if parsed.writes:
+            self.tx.wrote(sql, params)
+        return result
+
+    def _parse_one(self, sql: str) -> st.Parsed | None:
+        """DuckDB's reading of one statement; an ``EXECUTE`` takes its prepared statement's kind."""
+        parsed = st.parse(sql)
+        if len(parsed) > 1:
+            raise duckdb.ParserException(
+                "cannot insert multiple commands into a prepared statement"
+            )
+        if not parsed:
+            return None
+        one = parsed[0]
+        if one.type == st.T.EXECUTE and (inner := self._prepared.get(one.name() or "")):
+            return st.Parsed(one.sql, inner.type, one.text, inner.returning)
+        return one
+
+    def _describe_sql(self, sql: str, count: int) -> list[m.Field]:
+        """Fields of a statement that only reads (writes, EXECUTE: described when executed)."""
+        if cmd.parse_command(sql) is not None:
+            return []
+        parsed = st.parse(sql)
+        if len(parsed) != 1 or parsed[0].writes or parsed[0].type not in st.DESCRIBABLE:
+            return []
+        return self.execution.describe_sql(sql, count)
+
+    def _replay(self, write: Write) -> None:
+        sql, params = write
+        parsed = self._parse_one(sql)
+        if parsed is not None:
+            result = self.execution.run_sql(sql, params, parsed)
+            with self.execution.busy():
+                self.execution.translated(lambda: result.take(None))
+            self.execution.close_open()
+
+    def _restart(self) -> None:
+        with contextlib.suppress(duckdb.Error):  # a cancel may have replaced the connection
+            self.con.execute("ROLLBACK")
+        self.con.execute("BEGIN TRANSACTION")
 
     def _command(self, command: cmd.Command, params: list[Any]) -> Result:
         if isinstance(command, cmd.Set | cmd.Reset | cmd.Show):
@@ -238,20 +311,35 @@ class Session:
         if isinstance(command, cmd.Begin):
             if self.status == b"I":
                 self.con.execute("BEGIN TRANSACTION")
-                self.status = b"T"
+                self.tx.begin()
             return Result.command("BEGIN")
         if isinstance(command, cmd.End):
+            if self.status == b"I":
+                return Result.command("COMMIT" if command.commit else "ROLLBACK")
             tag = "COMMIT" if command.commit and self.status == b"T" else "ROLLBACK"
-            if self.status != b"I":
-                self.status = b"I"
-                self.con.execute(tag)
+            self.tx.end()
+            if tag == "COMMIT":
+                self.con.execute("COMMIT")
+            else:
+                with contextlib.suppress(duckdb.Error):
+                    self.con.execute("ROLLBACK")
             return Result.command(tag)
+        if isinstance(command, cmd.Savepoint):
+            self.tx.savepoint(command.name)
+            return Result.command("SAVEPOINT")
+        if isinstance(command, cmd.Release):
+            self.tx.release(command.name)
+            return Result.command("RELEASE")
         if isinstance(command, cmd.RollbackToSavepoint):
-            if self.status == b"E":
-                self.con.execute("ROLLBACK")
-                self.con.execute("BEGIN TRANSACTION")
-                self.status = b"T"
+            self.tx.rollback_to(command.name, self._restart, self._replay)
             return Result.command("ROLLBACK")
+        if isinstance(command, cmd.Deallocate):
+            everything = {*self._statements, *self._prepared}
+            for name in everything if command.name is None else {command.name}:
+                self._statements.pop(name, None)
+                if self._prepared.pop(name, None) is not None:
+                    self.con.execute('DEALLOCATE "' + name.replace('"', '""') + '"')
+            return Result.command("DEALLOCATE ALL" if command.name is None else "DEALLOCATE")
         if isinstance(command, cmd.Declare):
             # Materialised, so the session can run other statements while the cursor is open.
             result = self.run_statement(command.query, params)

@@ -63,6 +63,9 @@ class SemSession:
         self._suffix = ""
         self._temp = ""
         self._shared = False
+        #: every macro created, name -> DDL (a shared session replays them on each cursor)
+        self.macros: dict[str, str] = {}
+        self._define_lock = threading.RLock()
 
     def new_query(self, **kwargs: object) -> QueryContext:
         self.query = QueryContext(**kwargs)  # type: ignore[arg-type]
@@ -75,13 +78,15 @@ class SemSession:
         DuckDB keeps Python UDFs database-wide, so each session's UDFs get their own names
         (``__semudf_filter_s7``) and the ``sem_*`` macros that users call are TEMP macros of this
         connection pointing at them: several connections to one database file (read-only ones
-        too) each route to their own session. ``shared=True`` installs plain names and
-        persistent macros instead, for one session serving every cursor of an in-memory
-        catalog (the wire server).
+        too) each route to their own session. ``shared=True`` installs plain UDF names for one
+        session serving many cursors (the wire server): the macros are TEMP too, recorded in
+        :attr:`macros`, and :meth:`install_macros` creates them in each cursor, so no cursor can
+        redefine another's. Macro bodies name the UDFs as ``system.main.<udf>``, where DuckDB
+        keeps Python UDFs, so a look-alike macro in a user catalog cannot shadow them.
         """
         self._shared = shared
         self._suffix = "" if shared else f"_s{next(_session_ids)}"
-        self._temp = "" if shared else "TEMP "
+        self._temp = "TEMP "
         for op, kind, return_type in (
             ("filter", OperatorKind.FILTER, "BOOLEAN"),
             ("join", OperatorKind.JOIN, "BOOLEAN"),
@@ -111,9 +116,31 @@ class SemSession:
     def ensure_typed_map(self, spec: TypeSpec) -> None:
         """Register the function that returns ``spec`` (idempotent): a UDF behind a macro."""
         name = typed_map_function(spec)
-        udf = self._udf(f"__semudf{name[len('__sem') :]}", OperatorKind.MAP, spec.sql, spec.sql)
-        if udf is not None:
-            self.con.execute(f"CREATE OR REPLACE {self._temp}MACRO {name}(t, v) AS {udf}(t, v)")
+        with self._define_lock:
+            udf = self._udf(f"__semudf{name[len('__sem') :]}", OperatorKind.MAP, spec.sql, spec.sql)
+            if udf is not None:
+                self._define(
+                    name, f"CREATE OR REPLACE {self._temp}MACRO {name}(t, v) AS {udf}(t, v)"
+                )
+            else:
+                self._ensure_defined(name)
+
+    def install_macros(self, con: duckdb.DuckDBPyConnection) -> None:
+        """Create every recorded macro in ``con`` (a cursor served by a shared session)."""
+        with self._define_lock:
+            for sql in self.macros.values():
+                con.execute(sql)
+
+    def _define(self, name: str, sql: str) -> None:
+        self.macros[name] = sql
+        self._macro_connection().execute(sql)
+
+    def _macro_connection(self) -> duckdb.DuckDBPyConnection:
+        """Where a new macro is created (a shared session: the calling thread's cursor)."""
+        return self.con
+
+    def _ensure_defined(self, name: str) -> None:
+        """Hook: a shared session creates macro ``name`` in the calling cursor if it lacks it."""
 
     def _macro(self, name: str, target: str | None, wrap: str) -> None:
         if target is None:
@@ -130,7 +157,7 @@ class SemSession:
                 else "[]::VARCHAR[][]"
             )
             overloads.append(f"({params}) AS {target}(t, {listed})")
-        self.con.execute(f"CREATE OR REPLACE {self._temp}MACRO {name}" + ", ".join(overloads))
+        self._define(name, f"CREATE OR REPLACE {self._temp}MACRO {name}" + ", ".join(overloads))
 
     def _udf(
         self,
@@ -159,7 +186,7 @@ class SemSession:
             exception_handling=duckdb.PythonExceptionHandling.DEFAULT,
             side_effects=True,
         )
-        return full
+        return f"system.main.{full}"
 
     def _make_udf(
         self, kind: OperatorKind, output_type: str | None, name: str
