@@ -51,6 +51,7 @@ from duckdb_sem.backends.llama_prompts import (
     shared_tokens,
     tokenize,
 )
+from duckdb_sem.backends.output_retry import answer_with_retries, retry_params
 from duckdb_sem.backends.registry import BackendSpec
 from duckdb_sem.errors import ConfigError
 from duckdb_sem.llm.outputs import OutputParseError, TypeSpec, parse_type
@@ -116,7 +117,7 @@ class LlamaBackend(Backend):
                 elif request.output.task is Task.CLASSIFY:
                     out[i] = self._classify(request)
                 else:
-                    out[i] = self._generate(request)
+                    out[i] = self._generate_with_retries(request)
         return [out[i] for i in range(len(requests))]
 
     def close(self) -> None:
@@ -265,7 +266,15 @@ class LlamaBackend(Backend):
 
     # -- generation ----------------------------------------------------------------------
 
-    def _generate(self, request: LLMRequest) -> Completion:
+    def _generate_with_retries(self, request: LLMRequest) -> Completion:
+        def attempt(_: Sequence[int], tries: int) -> list[Completion]:
+            return [self._generate(request, tries)]
+
+        return answer_with_retries(1, attempt, what=self.spec)[0][0]
+
+    def _generate(self, request: LLMRequest, attempt: int) -> Completion:
+        """One try (:func:`.output_retry.answer_with_retries` retries it): a parsed value, or
+        ``error`` set."""
         spec = parse_type(request.output.sql_type)
         messages = [
             {"role": "system", "content": request.prefix},
@@ -274,23 +283,16 @@ class LlamaBackend(Backend):
         max_tokens = max(1, request.params.max_tokens)
         prompt = fit_prompt(self._model, messages, reserve=max_tokens, n_ctx=self.n_ctx)
         grammar = None if spec.is_text else self._grammar(spec)
-        temperature = request.params.temperature
-        text, n_out, error = "", 0, "no attempt"
-        for attempt in range(RETRY_POLICY.attempts + 1):
-            self._model.llama.set_seed(request.params.seed + attempt)
-            text, produced = self._sample(prompt, temperature, max_tokens, grammar)
-            n_out += produced
-            try:
-                value = spec.parse(text)
-            except OutputParseError as err:
-                error = str(err)
-                log.debug("unparsable %s output (attempt %d): %s", spec.sql, attempt + 1, err)
-                temperature = max(temperature, RETRY_POLICY.retry_temperature)
-                continue
-            return Completion(value, text, len(prompt), n_out)
-        return Completion(
-            None, text, len(prompt), n_out, error=f"{spec.sql} output did not parse: {error}"
-        )
+        params = retry_params(request.params, attempt, RETRY_POLICY)
+        self._model.llama.set_seed(params.seed)
+        text, produced = self._sample(prompt, params.temperature, max_tokens, grammar)
+        try:
+            value = spec.parse(text)
+        except OutputParseError as err:
+            log.debug("unparsable %s output (attempt %d): %s", spec.sql, attempt + 1, err)
+            error = f"{spec.sql} output did not parse: {err}"
+            return Completion(None, text, len(prompt), produced, error=error)
+        return Completion(value, text, len(prompt), produced)
 
     def _sample(
         self, prompt: list[int], temperature: float, max_tokens: int, grammar: Any

@@ -50,6 +50,7 @@ from duckdb_sem.backends.openai_wire import (
     post_once,
     read_completion,
 )
+from duckdb_sem.backends.output_retry import answer_with_retries
 from duckdb_sem.backends.registry import BackendSpec, SpecOption
 from duckdb_sem.backends.retry import (
     RETRY_OPTIONS,
@@ -58,6 +59,7 @@ from duckdb_sem.backends.retry import (
     call_with_retry,
     policy_from_spec,
 )
+from duckdb_sem.backends.tokens import estimate_tokens
 from duckdb_sem.errors import ConfigError
 from duckdb_sem.llm.request import Completion, LLMRequest
 
@@ -182,7 +184,7 @@ class OpenAIBackend(Backend):
         cached = self._token_cache.get(text)
         if cached is not None:
             return cached
-        count = max(len(text.split()), (len(text) + 3) // 4)  # estimate: ~4 characters a token
+        count = estimate_tokens(text)
         try:
             served = server_token_count(
                 self._http, self._root(), kind=self.server_kind, model=self.model, text=text
@@ -205,38 +207,39 @@ class OpenAIBackend(Backend):
         self._clients.close()
 
     def complete(self, requests: Sequence[LLMRequest], *, priority: int = 0) -> list[Completion]:
-        with self._lock:
-            self._queued += len(requests)
-        futures = [self._pool.submit(self._answer, r, priority) for r in requests]
+        def attempt(indices: Sequence[int], tries: int) -> list[Completion]:
+            with self._lock:
+                self._queued += len(indices)
+            futures = [
+                self._pool.submit(self._answer, requests[i], tries, priority) for i in indices
+            ]
+            try:
+                return [f.result() for f in futures]
+            except BaseException:
+                self.abort(requests)  # the batch has failed: its other requests stop retrying
+                wait(futures)
+                raise
+
         try:
-            results = [f.result() for f in futures]
-        except BaseException:
-            self.abort(requests)  # the batch has failed: its other requests stop retrying
-            wait(futures)
-            raise
+            results, failed = answer_with_retries(
+                len(requests), attempt, what=self.spec, policy=self.retry
+            )
         finally:
             with self._lock:
                 self._aborted.difference_update(id(r) for r in requests)
-        failed = sum(1 for c in results if c.error is not None and c.error != "aborted")
         if failed:
             with self._lock:
                 self.warnings += failed
-            logger.warning("%s: %d request(s) answered NULL after retries", self.spec, failed)
         return results
 
-    def _answer(self, request: LLMRequest, priority: int) -> Completion:
+    def _answer(self, request: LLMRequest, attempt: int, priority: int) -> Completion:
         with self._lock:
             self._queued -= 1
             if id(request) in self._aborted:
                 return Completion(None, "", 0, 0, error="aborted")
             self._running += 1
         try:
-            last = Completion(None, "", 0, 0, error="no attempt")
-            for attempt in range(self.retry.attempts + 1):
-                last = self._attempt(request, attempt, priority)
-                if last.error is None:
-                    break
-            return last
+            return self._attempt(request, attempt, priority)
         finally:
             with self._lock:
                 self._running -= 1

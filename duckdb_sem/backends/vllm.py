@@ -26,6 +26,7 @@ from typing import Any
 from duckdb_sem.backends.base import RETRY_POLICY, Answers, Backend, Capacity, Load, RetryPolicy
 from duckdb_sem.backends.identity import digest
 from duckdb_sem.backends.openai import decide_from_logprobs
+from duckdb_sem.backends.output_retry import answer_with_retries
 from duckdb_sem.backends.registry import BackendSpec, SpecOption
 from duckdb_sem.errors import BackendUnavailableError, ConfigError
 from duckdb_sem.llm.outputs import OutputParseError, parse_type
@@ -160,26 +161,17 @@ class VLLMBackend(Backend):
         self._thread.join(timeout=30)
 
     def complete(self, requests: Sequence[LLMRequest]) -> list[Completion]:
-        results: list[Completion | None] = [None] * len(requests)
-        pending = list(range(len(requests)))
-        for attempt in range(self.retry.attempts + 1):
-            outputs = self._run([requests[i] for i in pending], attempt)
-            for i, out in zip(pending, outputs, strict=True):
-                results[i] = self._read(requests[i], out)
-            pending = [
-                i
-                for i in pending
-                if (c := results[i]) is not None and c.error and c.error != "aborted"
-            ]
-            if not pending:
-                break
-        final = [c for c in results if c is not None]
-        failed = sum(1 for c in final if c.error and c.error != "aborted")
+        def attempt(indices: Sequence[int], tries: int) -> list[Completion]:
+            outputs = self._run([requests[i] for i in indices], tries)
+            return [self._read(requests[i], out) for i, out in zip(indices, outputs, strict=True)]
+
+        results, failed = answer_with_retries(
+            len(requests), attempt, what=self.spec, policy=self.retry
+        )
         if failed:
             with self._cond:
                 self.warnings += failed
-            logger.warning("%s: %d request(s) answered NULL after retries", self.spec, failed)
-        return final
+        return results
 
     def _prompt(self, request: LLMRequest) -> str:
         messages = [{"role": "user", "content": request.row}]

@@ -13,15 +13,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from duckdb_sem.backends.base import Backend
-from duckdb_sem.llm.request import LLMRequest, Task
 
-__all__ = ["ReplicaLimits", "ReplicaState", "estimate_tokens", "least_loaded"]
-
-
-def estimate_tokens(request: LLMRequest) -> int:
-    """Prompt (about four characters a token) plus the most output the request may produce."""
-    output = 1 if request.output.task is Task.DECIDE else max(1, request.params.max_tokens)
-    return (len(request.prefix) + len(request.row)) // 4 + 1 + output
+__all__ = ["ReplicaLimits", "ReplicaState", "least_loaded"]
 
 
 @dataclass(frozen=True, slots=True)

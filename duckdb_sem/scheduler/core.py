@@ -22,6 +22,7 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import Future
 
 from duckdb_sem.backends.base import Backend
+from duckdb_sem.backends.tokens import request_tokens
 from duckdb_sem.cache.store import LLMCache
 from duckdb_sem.errors import QueryCancelledError, SchedulerError
 from duckdb_sem.llm.request import Completion
@@ -29,7 +30,6 @@ from duckdb_sem.scheduler.accounting import QueryState, ThroughputWindow, Usage
 from duckdb_sem.scheduler.admission import (
     ReplicaLimits,
     ReplicaState,
-    estimate_tokens,
     least_loaded,
 )
 from duckdb_sem.scheduler.executor import Executor, ThreadExecutor
@@ -126,7 +126,7 @@ class Scheduler:
                 key = sig if self.fusion else f"{sig}#{id(waiter)}#{index}"
                 pending = self._pending.get(key)
                 if pending is None:
-                    pending = Pending(sig, request, estimate_tokens(request), key)
+                    pending = Pending(sig, request, request_tokens(request), key)
                     self._pending[key] = pending
                     new_work.append(pending)
                 else:

@@ -108,7 +108,7 @@ def test_token_counts_use_the_tokenizer(backend: LlamaBackend) -> None:
 
 def test_backend_id_names_model_and_settings(backend: LlamaBackend) -> None:
     assert "SmolLM2-135M-Instruct" in backend.backend_id
-    assert "ctx2048" in backend.backend_id
+    assert "n_ctx=2048" in backend.backend_id and "few_shot=" in backend.backend_id
 
 
 def test_bad_model_path_is_unavailable(tmp_path: object) -> None:

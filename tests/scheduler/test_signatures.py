@@ -18,8 +18,14 @@ requests = st.builds(
     row=text,
     output=st.builds(
         OutputSpec,
-        task=st.sampled_from(Task),
+        task=st.sampled_from([Task.DECIDE, Task.GENERATE]),
         sql_type=st.sampled_from(["VARCHAR", "INTEGER", "BOOLEAN"]),
+    )
+    | st.builds(
+        OutputSpec,
+        task=st.just(Task.CLASSIFY),
+        sql_type=st.just("VARCHAR"),
+        labels=st.lists(text, min_size=2, max_size=3, unique=True).map(tuple),
     ),
     params=st.builds(
         DecodingParams,
@@ -54,7 +60,8 @@ def test_changing_one_field_changes_the_signature(r: LLMRequest, name: str) -> N
         other_task = Task.GENERATE if r.output.task is Task.DECIDE else Task.DECIDE
         changed = dataclasses.replace(r, output=OutputSpec(other_task, r.output.sql_type))
     elif name == "sql_type":
-        changed = dataclasses.replace(r, output=OutputSpec(r.output.task, r.output.sql_type + "[]"))
+        output = dataclasses.replace(r.output, sql_type=r.output.sql_type + "[]")
+        changed = dataclasses.replace(r, output=output)
     else:
         value = getattr(r.params, name)
         changed = dataclasses.replace(r, params=dataclasses.replace(r.params, **{name: value + 1}))

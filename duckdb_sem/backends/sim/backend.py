@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from duckdb_sem.backends.base import RETRY_POLICY, Answers, Backend, Capacity, Load, RetryPolicy
+from duckdb_sem.backends.output_retry import answer_with_retries
 from duckdb_sem.backends.registry import BackendSpec, SpecOption, parse_spec
 from duckdb_sem.backends.retry import (
     RETRY_OPTIONS,
@@ -162,35 +163,25 @@ class SimBackend(Backend):
         return call_with_retry(attempt, policy=self.transport_retry, what=self.spec)
 
     def _complete(self, requests: Sequence[LLMRequest]) -> list[Completion]:
-        results: list[Completion | None] = [None] * len(requests)
-        pending = list(range(len(requests)))
-        for attempt in range(self.retry.attempts + 1):
-            drafts = [self._draft(requests[i], attempt) for i in pending]
-            seqs = self._run([requests[i] for i in pending], drafts)
-            retry_next = []
-            for i, (completion, ok), seq in zip(pending, drafts, seqs, strict=True):
-                if seq.aborted:
-                    results[i] = Completion(None, "", 0, 0, error="aborted (SIMULATED)")
-                elif ok or attempt == self.retry.attempts:
-                    results[i] = completion
-                else:
-                    retry_next.append(i)
-            pending = retry_next
-            if not pending:
-                break
-        done = [c for c in results if c is not None]
-        failed = sum(1 for c in done if c.error is not None and not c.error.startswith("aborted"))
+        def attempt(indices: Sequence[int], tries: int) -> list[Completion]:
+            drafts = [self._draft(requests[i], tries) for i in indices]
+            seqs = self._run([requests[i] for i in indices], drafts)
+            return [
+                Completion(None, "", 0, 0, error="aborted (SIMULATED)") if seq.aborted else draft
+                for draft, seq in zip(drafts, seqs, strict=True)
+            ]
+
+        done, failed = answer_with_retries(
+            len(requests), attempt, what=f"SIMULATED {self.spec}", policy=self.retry
+        )
         if failed:
             with self._lock:
                 self.warnings += failed
-            logger.warning("SIMULATED backend: %d request(s) answered NULL after retries", failed)
         return done
 
-    def _run(
-        self, requests: list[LLMRequest], drafts: list[tuple[Completion, bool]]
-    ) -> list[SeqState]:
+    def _run(self, requests: list[LLMRequest], drafts: list[Completion]) -> list[SeqState]:
         shapes = []
-        for request, (completion, _) in zip(requests, drafts, strict=True):
+        for request, completion in zip(requests, drafts, strict=True):
             prefix_tokens = estimate_tokens(request.prefix) + self.profile.template_tokens // 2
             shapes.append(
                 (
@@ -212,8 +203,8 @@ class SimBackend(Backend):
                     self._live.pop(id(request), None)
         return seqs
 
-    def _draft(self, request: LLMRequest, attempt: int) -> tuple[Completion, bool]:
-        """The answer this attempt would produce, and whether it parsed."""
+    def _draft(self, request: LLMRequest, attempt: int) -> Completion:
+        """The answer this attempt would produce (``error`` set when it did not parse)."""
         prompt = (
             estimate_tokens(request.prefix)
             + estimate_tokens(request.row)
@@ -222,13 +213,11 @@ class SimBackend(Backend):
         try:
             value = self.oracle.answer(request)
         except NoLabel as err:
-            return Completion(None, "", prompt, 1, error=f"SIMULATED oracle: {err}"), True
+            return Completion(None, "", prompt, 1, error=f"SIMULATED oracle: {err}")
         if request.output.task is Task.DECIDE:
             yes = bool(value)
             margin = 0.5 + 4.0 * unit_hash("score", request.prefix, request.row)
-            return Completion(
-                yes, "yes" if yes else "no", prompt, 1, margin if yes else -margin
-            ), True
+            return Completion(yes, "yes" if yes else "no", prompt, 1, margin if yes else -margin)
         text = _render(value)
         max_tokens = max(1, request.params.max_tokens)
         if (
@@ -240,8 +229,8 @@ class SimBackend(Backend):
         try:
             parsed = parse_type(request.output.sql_type).parse(text)
         except OutputParseError as err:
-            return Completion(None, text, prompt, out_tokens, error=str(err)), False
-        return Completion(parsed, text, prompt, out_tokens), True
+            return Completion(None, text, prompt, out_tokens, error=str(err))
+        return Completion(parsed, text, prompt, out_tokens)
 
 
 def _render(value: Any) -> str:

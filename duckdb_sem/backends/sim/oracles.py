@@ -19,6 +19,7 @@ from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any, Protocol
 
+from duckdb_sem.backends.tokens import estimate_tokens
 from duckdb_sem.errors import ConfigError
 from duckdb_sem.llm.outputs import TypeSpec, parse_type
 from duckdb_sem.llm.request import LLMRequest, Task
@@ -76,17 +77,6 @@ def unit_hash(*parts: str) -> float:
     """A deterministic number in [0, 1) from strings (independent of PYTHONHASHSEED)."""
     digest = hashlib.sha256("\x1f".join(parts).encode("utf-8", "surrogatepass")).digest()
     return int.from_bytes(digest[:8], "big") / 2**64
-
-
-def estimate_tokens(text: str) -> int:
-    """A tokenizer-free token count: about four characters a token, at least one a word.
-
-    Real BPE tokenizers give about 4 characters per English token; counting words too keeps
-    short words from being undercounted.
-    """
-    if not text:
-        return 0
-    return max(len(text.split()), (len(text) + 3) // 4)
 
 
 class HashOracle:
