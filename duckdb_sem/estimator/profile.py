@@ -132,11 +132,14 @@ class Profiler:
             return None
         template = parse_template(call.template)
         rendered = [template.render([str(col[i]) for col in columns]) for i in rows]
-        prefix = build_request(call.kind, rendered[0], output_type=call.output_type).prefix
+        first = build_request(
+            call.kind, rendered[0], output_type=call.output_type, template=template
+        )
+        prefix = first.prefix
         prompt = self._prefix(prefix) + sum(map(self.target.count_tokens, rendered)) / len(rows)
         picked = _spread(len(rendered), self.sample_rows) if sample and self.estimator else []
-        requests = [build_request(call.kind, rendered[i], output_type=call.output_type)
-                    for i in picked]  # fmt: skip
+        requests = [build_request(call.kind, rendered[i], output_type=call.output_type,
+                                  template=template) for i in picked]  # fmt: skip
         return call, prompt, requests
 
     def _finish(

@@ -128,7 +128,9 @@ class LLMRequest:
         """A stable hash of everything that determines the answer on ``backend_id``."""
         extra: list[Any] = []
         if self.template is not None:
-            extra.append([list(self.template.pieces), list(self.template.fields)])
+            # pieces only: backends use nothing else, and a template with named fields
+            # (the estimator's) and its positional form (the engine's) must share answers
+            extra.append(list(self.template.pieces))
         if self.output.labels:
             extra.append(list(self.output.labels))
         payload = json.dumps(

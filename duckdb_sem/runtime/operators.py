@@ -79,7 +79,7 @@ class SemEngine:
                 requests.append(None)
                 continue
             rendered = parsed.render(values)  # type: ignore[arg-type]
-            requests.append(build_request(kind, rendered, output_type=output_type))
+            requests.append(build_request(kind, rendered, output_type=output_type, template=parsed))
         answers = self.answer(requests, query=query, label=label)
         arrow_type = (
             pa.bool_()

@@ -175,7 +175,9 @@ def topk_batches(
         if any(v is None for v in row):
             requests.append(None)
             continue
-        requests.append(build_request(OperatorKind.FILTER, parsed.render(list(row))))
+        requests.append(
+            build_request(OperatorKind.FILTER, parsed.render(list(row)), template=parsed)
+        )
     answers = engine.answer(requests, query=query(), label="sem_topk")
     scores = [_score(a) for a in answers]
     order = sorted(range(len(scores)), key=lambda i: -scores[i])[:k]

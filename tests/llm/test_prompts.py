@@ -19,6 +19,9 @@ def test_template_travels_and_changes_the_signature() -> None:
     other = parse_template("{a} positive? {b}").positional()
     split = build_request(OperatorKind.FILTER, "Is this review positive? Fun", template=other)
     assert split.signature("m") != templated.signature("m")  # same text, other template
+    named = parse_template("Is this review positive? {text}")
+    same = build_request(OperatorKind.FILTER, "Is this review positive? Fun", template=named)
+    assert same.signature("m") == templated.signature("m")  # field names do not matter
 
 
 def test_signature_without_template_is_unchanged() -> None:
