@@ -76,6 +76,27 @@ def _split_listen(listen: str) -> tuple[str, int]:
     show_default=True,
     help="DuckDB threads (1 keeps per-query cancel and statistics exact).",
 )
+@click.option(
+    "--max-connections",
+    default=100,
+    show_default=True,
+    type=click.IntRange(1),
+    help="Connections at once; one more gets FATAL 53300.",
+)
+@click.option(
+    "--auth-timeout",
+    default=10.0,
+    show_default=True,
+    type=click.FloatRange(0.1),
+    help="Seconds a connection may take to start up and authenticate.",
+)
+@click.option(
+    "--max-message",
+    default=64,
+    show_default=True,
+    type=click.IntRange(1, 1024),
+    help="Largest protocol message after authentication, in MiB (before it: 64 KiB).",
+)
 def pgwire(
     db_path: str,
     listen: str,
@@ -91,6 +112,9 @@ def pgwire(
     external_access: bool,
     postgres: tuple[str, ...],
     threads: int,
+    max_connections: int,
+    auth_timeout: float,
+    max_message: int,
 ) -> None:
     """Serve DB over the PostgreSQL wire protocol: psql, psycopg, BI tools, postgres_fdw."""
     from duckdb_sem.pgwire import Database, DatabaseOptions, ServerOptions, WireServer
@@ -129,6 +153,9 @@ def pgwire(
                 tls_cert=tls_cert,
                 tls_key=tls_key or tls_cert,
                 require_tls=require_tls,
+                max_connections=max_connections,
+                auth_timeout=auth_timeout,
+                max_message=max_message * 1024 * 1024,
             ),
         )
     except ConfigError as err:
