@@ -28,6 +28,7 @@ from duckdb_sem.optimizer.choose import Choice, plan_key
 from duckdb_sem.optimizer.cost import Statistics
 from duckdb_sem.plan.build import build_plan
 from duckdb_sem.plan.nodes import Node, Scan
+from duckdb_sem.runtime.cursors import session_cursor
 from duckdb_sem.runtime.execute_plan import Actual, Evaluator, Path
 from duckdb_sem.runtime.progress import QueryProgress, RuntimeOptions
 from duckdb_sem.runtime.seu_loop import QueryRun
@@ -190,7 +191,7 @@ def run_query(
     options = options or options_from_settings(getattr(con, "settings", None))
     raw = getattr(con, "duckdb", con)
     prepared = prepare(raw, sql, engine, options)
-    work = raw.cursor()
+    work = session_cursor(raw)
     try:
         for node in prepared.written.walk():
             if isinstance(node, Scan):

@@ -50,6 +50,7 @@ from duckdb_sem.runtime.batching import (
     streamable,
     streamed_projection,
 )
+from duckdb_sem.runtime.cursors import session_cursor
 from duckdb_sem.runtime.early_stop import StopRule, next_rows, region_rate, stop_rule
 from duckdb_sem.runtime.execute_plan import Actual, Evaluator, Path, split_sink
 from duckdb_sem.runtime.hindsight import hindsight_top2, observed_cost, with_profile_seconds
@@ -156,7 +157,7 @@ class QueryRun:
             source = f"SELECT * FROM ({source}) ORDER BY {', '.join(stop.order)}"
         ((total,),) = self.con.sql(f"SELECT count(*) FROM ({scan_sql(scan)})").fetchall()
         self.rows_total = int(total)
-        reader_con = self.con.cursor()  # the batch work below needs the main one free
+        reader_con = session_cursor(self.con)  # the batch work below needs the main one free
         try:
             reader = reader_con.sql(source).to_arrow_reader(self.options.min_batch_rows)
         except duckdb.Error:  # a TEMP table, which only the main connection sees
