@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -84,3 +85,68 @@ def test_postgres_table_as_source_through_the_wire(
             ).fetchone() == (1,)
     finally:
         pg.execute(f"DROP TABLE IF EXISTS public.{table}")
+
+
+TYPES = {
+    "i2": "SMALLINT", "i4": "INTEGER", "i8": "BIGINT", "f4": "REAL", "f8": "DOUBLE PRECISION",
+    "num": "NUMERIC(10,2)", "ok": "BOOLEAN", "txt": "TEXT", "vc": "VARCHAR(20)", "d": "DATE",
+    "ts": "TIMESTAMP", "tstz": "TIMESTAMPTZ", "u": "UUID", "j": "JSONB",
+}  # fmt: skip
+
+
+def _typed(column: str, value: object) -> object:
+    # uuid and json columns of a PostgreSQL source arrive as text (docs/pgwire.md)
+    if column == "u" and value is not None:
+        return str(value)
+    if column == "j" and isinstance(value, str):
+        return json.loads(value)
+    return value
+
+
+def _fingerprint(conn: psycopg.Connection[tuple[object, ...]], table: str) -> dict[str, object]:
+    """count(*), and per column the count of non-NULLs and a checksum of the sorted values."""
+    out: dict[str, object] = {}
+    out["count"] = conn.execute(f"SELECT count(*) FROM {table}").fetchone()
+    for column in ("note", *TYPES):
+        values = [_typed(column, r[0]) for r in conn.execute(f"SELECT {column} FROM {table}")]
+        texts = sorted("NULL" if v is None else f"{type(v).__name__}:{v}" for v in values)
+        out[column] = (len(values), sum(v is not None for v in values), hash(tuple(texts)))
+    out["note only"] = conn.execute(
+        f"SELECT count(*) FROM (SELECT note FROM {table}) AS s"
+    ).fetchone()
+    return out
+
+
+def test_postgres_source_loses_no_rows_or_values(
+    db_file: Path, pg: psycopg.Connection[tuple[object, ...]]
+) -> None:
+    table = f"dsem_rt_{uuid.uuid4().hex[:10]}"
+    columns = ", ".join(f"{name} {kind}" for name, kind in TYPES.items())
+    pg.execute(f"CREATE TABLE public.{table} (note TEXT, {columns})")
+    try:
+        # 100 rows whose every column is NULL (a NULL-only CSV line is empty), then edge values.
+        pg.execute(f"INSERT INTO public.{table} (note) SELECT NULL FROM generate_series(1, 100)")
+        pg.execute(
+            f"INSERT INTO public.{table} VALUES "
+            "('', -32768, -2147483648, 9223372036854775807, 1.5, -0.25, 12345678.91, true, '', "
+            "'', '2024-02-29', '2024-01-01 10:00:00.123456', '2024-01-01 10:00+02', "
+            "'a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11', '{\"a\": [1, null]}'), "
+            "('line\nbreak, \"quoted\"', 0, 0, 0, 'NaN', 'Infinity', 0, false, 'NULL', ' ', "
+            "'1970-01-01', '1999-12-31 23:59:59', '2000-01-01 00:00:00+00', "
+            "'00000000-0000-0000-0000-000000000000', 'null')"
+        )
+        expected = _fingerprint(pg, f"public.{table}")
+        assert expected["count"] == (102,) and expected["note only"] == (102,)
+        args = ("--backend", "test:", "--postgres", f"pg={PG_DSN}")
+        with (
+            wire_server(db_file, *args) as server,
+            psycopg.connect(server.dsn(), autocommit=True) as conn,
+        ):
+            got = _fingerprint(conn, f"pg.public.{table}")
+            assert conn.execute(
+                f"SELECT count(*) FROM pg.public.{table} WHERE note = ''"
+            ).fetchone() == (1,)
+    finally:
+        pg.execute(f"DROP TABLE IF EXISTS public.{table}")
+    differing = {k: (expected[k], got[k]) for k in expected if expected[k] != got[k]}
+    assert differing == {}
