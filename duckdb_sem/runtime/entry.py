@@ -191,13 +191,14 @@ def run_query(
     options = options or options_from_settings(getattr(con, "settings", None))
     raw = getattr(con, "duckdb", con)
     prepared = prepare(raw, sql, engine, options)
-    work = session_cursor(raw)
+    cursor = session_cursor(raw)
+    work: duckdb.DuckDBPyConnection | None = cursor
     try:
         for node in prepared.written.walk():
             if isinstance(node, Scan):
-                work.sql(f"SELECT * FROM {node.table} LIMIT 0")
+                cursor.sql(f"SELECT * FROM {node.table} LIMIT 0")
     except duckdb.Error:
-        work.close()
+        cursor.close()
         work = None
     run = start(work if work is not None else raw, prepared, engine, query, options)
     if query is not None:
