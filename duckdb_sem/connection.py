@@ -169,6 +169,7 @@ class SemConnection:
     def close(self) -> None:
         self.session.uninstall()
         self._con.close()
+        self.session.release()  # this connection's share of the scheduler
 
     def __enter__(self) -> SemConnection:
         return self

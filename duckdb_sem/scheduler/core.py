@@ -1,12 +1,16 @@
 """The scheduler: cache, fusion, a policy-ordered queue and admission per backend replica.
 
-A submitted SEU's requests are answered from, in order: the persistent cache; an identical
+A submitted SEU's requests are answered from, in order: its connection's persistent cache
+(:meth:`Scheduler.submit_with`; one scheduler serves connections with different caches); an identical
 request already queued or running (fusion by signature: the SEU attaches to it and, while it is
 queued, adds its priority contribution); otherwise they become new work. New work waits in the
 policy's queue as one :class:`QueuedSEU` and is dispatched to the least loaded backend replica
 that admits it (:mod:`.admission`), so the policy, not a backend's queue, decides the order.
 Dispatched work runs to completion; preemption happens between SEUs, so no finished work is
-lost. Completions stream back per backend batch and go to the cache before anyone else can ask.
+lost. Completions stream back per backend batch and go to the cache of every connection that
+asked for them before anyone else can ask. Cancelling a query whose work is running aborts it
+on the backend (``Backend.abort``) once no other query waits on it, and the executor stops
+between backend batches.
 
 Thread-safe: ``submit`` may be called from any thread (DuckDB UDF threads, HTTP handlers).
 Deterministic under an injected ``clock`` and a :class:`ManualExecutor`.
@@ -15,6 +19,7 @@ Deterministic under an injected ``clock`` and a :class:`ManualExecutor`.
 from __future__ import annotations
 
 import itertools
+import logging
 import threading
 import time
 from collections import OrderedDict
@@ -25,7 +30,7 @@ from duckdb_sem.backends.base import Backend
 from duckdb_sem.backends.tokens import request_tokens
 from duckdb_sem.cache.store import LLMCache
 from duckdb_sem.errors import QueryCancelledError, SchedulerError
-from duckdb_sem.llm.request import Completion
+from duckdb_sem.llm.request import Completion, LLMRequest
 from duckdb_sem.scheduler.accounting import QueryState, ThroughputWindow, Usage
 from duckdb_sem.scheduler.admission import (
     ReplicaLimits,
@@ -47,6 +52,8 @@ from duckdb_sem.scheduler.waiters import (
 )
 
 __all__ = ["Scheduler"]
+
+log = logging.getLogger(__name__)
 
 _RECENT = 4096  # completed answers kept until the cache surely has them
 
@@ -103,23 +110,30 @@ class Scheduler:
 
     # -- the client contract -------------------------------------------------------------
     def submit(self, seu: SEU) -> Future[SEUResult]:
+        return self.submit_with(seu, self.cache)
+
+    def submit_with(self, seu: SEU, cache: LLMCache | None) -> Future[SEUResult]:
+        """Submit ``seu`` on behalf of a connection whose cache is ``cache`` (None: no cache)."""
         future: Future[SEUResult] = Future()
         n = len(seu.requests)
         if n == 0:
             future.set_result(SEUResult((), ()))
             return future
         sigs = [r.signature(self.backend_id) for r in seu.requests]
-        cached = self.cache.get_many(sigs) if self.cache is not None else {}
+        cached = cache.get_many(sigs) if cache is not None else {}
         with self._lock:
             if self._closed:
                 raise SchedulerError("the scheduler is closed; open a new connection")
             now = self.clock()
             state = self._state_locked(seu, now)
-            waiter = Waiter(seu, future, [None] * n, [Served.BACKEND] * n, n, state)
+            waiter = Waiter(seu, future, [None] * n, [Served.BACKEND] * n, n, state, cache=cache)
             state.waiting += 1
             new_work: list[Pending] = []
+            recent: dict[str, Completion] = {}
             for index, (sig, request) in enumerate(zip(sigs, seu.requests, strict=True)):
-                hit = cached.get(sig) or self._recent.get(sig)
+                hit = cached.get(sig)
+                if hit is None and cache is not None and sig in self._recent:
+                    hit = recent[sig] = self._recent[sig]  # answered for another connection
                 if hit is not None:
                     fill(waiter, index, hit, Served.CACHE, self.usage)
                     continue
@@ -137,7 +151,7 @@ class Scheduler:
                         pending.item.contribution += 1.0 / max(1, pending.item.size)
                     if pending not in new_work:
                         waiter.served[index] = Served.FUSED
-                pending.waiters.append((waiter, index))
+                pending.attach(waiter, index)
             if new_work:
                 item = QueuedSEU(
                     query_id=seu.query_id,
@@ -155,13 +169,17 @@ class Scheduler:
                 state.queued += 1
                 self.policy.push(item)
                 self._dispatch_locked()
+        if recent and cache is not None:
+            cache.put_many(recent)  # this connection's cache holds every answer it got
         return future
 
     def cancel(self, query_id: str) -> None:
         """Fail the query's waiting SEUs and drop its queued work that nobody else shares.
 
-        Work already running finishes and goes to the cache (a rerun gets it for free).
+        Running work that no other query waits on is aborted (``Backend.abort``; the executor
+        stops between backend batches); what finishes anyway goes to the cache.
         """
+        aborts: list[tuple[Backend, list[LLMRequest]]] = []
         with self._lock:
             for pending in list(self._pending.values()):
                 mine = [(w, i) for w, i in pending.waiters if w.seu.query_id == query_id]
@@ -182,6 +200,22 @@ class Scheduler:
                         if owner is not None:
                             owner.queued -= 1
             self._queries.pop(query_id, None)
+            for running in self._running.values():
+                rest = running.work[running.answered :]
+                if not running.aborted and rest and not any(p.waiters for p in rest):
+                    running.aborted = True
+                    aborts.append((running.replica.backend, [p.request for p in rest]))
+        for backend, requests in aborts:
+            try:
+                backend.abort(requests)
+            except Exception as err:  # noqa: BLE001 - best effort: the work then finishes
+                log.warning("abort on %s failed: %s", backend.describe(), err)
+
+    def wanted(self, dispatch_id: int) -> bool:
+        """False once every query waiting on the dispatch's remaining work was cancelled."""
+        with self._lock:
+            running = self._running.get(dispatch_id)
+            return running is not None and not running.aborted
 
     def finish_query(self, query_id: str) -> None:
         """Forget a finished query's attained service (optional: idle queries are pruned)."""
@@ -204,15 +238,18 @@ class Scheduler:
             if running is None:
                 return
             chunk = running.work[offset : offset + len(completions)]
-        if self.cache is not None:
-            self.cache.put_many({p.signature: c for p, c in zip(chunk, completions, strict=True)})
+            caches: dict[int, LLMCache] = {}
+            for pending in chunk:
+                caches.update(pending.caches)
+        for cache in caches.values():
+            cache.put_many({p.signature: c for p, c in zip(chunk, completions, strict=True)})
         with self._lock:
             now = self.clock()
             replica = running.replica
             for pending, completion in zip(chunk, completions, strict=True):
                 if self._pending.get(pending.key) is pending:
                     del self._pending[pending.key]
-                if self.cache is not None and completion.error is None:
+                if pending.caches and completion.error is None:
                     self._recent[pending.signature] = completion
                     if len(self._recent) > _RECENT:
                         self._recent.popitem(last=False)

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from duckdb_sem.backends.base import Backend
-from duckdb_sem.errors import SchedulerError, SemError
+from duckdb_sem.errors import QueryCancelledError, SchedulerError, SemError
 from duckdb_sem.llm.request import Completion, LLMRequest
 
 __all__ = ["Dispatch", "DispatchSink", "Executor", "ManualExecutor", "ThreadExecutor"]
@@ -46,6 +46,9 @@ class DispatchSink(Protocol):
 
     def fail(self, dispatch_id: int, error: BaseException) -> None: ...
 
+    def wanted(self, dispatch_id: int) -> bool:
+        """False once nobody waits on the dispatch's remaining work (stop between batches)."""
+
 
 class Executor(Protocol):
     def start(self, dispatch: Dispatch, backend: Backend, sink: DispatchSink) -> None:
@@ -71,6 +74,10 @@ class ThreadExecutor:
         max_batch = max(1, backend.capacity().max_batch)
         try:
             for start in range(0, len(dispatch.requests), max_batch):
+                if start and not sink.wanted(dispatch.dispatch_id):
+                    # every query waiting on the rest was cancelled: release it unrun
+                    sink.fail(dispatch.dispatch_id, QueryCancelledError("dispatch aborted"))
+                    return
                 chunk = dispatch.requests[start : start + max_batch]
                 results = backend.complete(chunk)
                 if len(results) != len(chunk):

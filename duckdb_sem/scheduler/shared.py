@@ -1,13 +1,21 @@
-"""One scheduler per process and backend, shared by every connection (or the sidecar's client).
+"""One scheduler per backend identity per process, shared by every connection.
 
-Connections that use the same backend, cache file and policy share one :class:`Scheduler`, so
-identical work of concurrent queries on different connections is fused and ordered together.
-With a sidecar URL the client talks to the sidecar process instead, which does the same across
-processes.
+Connections whose backends have the same identity (``Backend.backend_id``: the model and every
+option that changes answers) share one :class:`Scheduler` whatever their cache file or policy
+setting, so the scheduler that orders work for a model sees all of that model's work, and
+identical work of concurrent queries is fused. What a connection still chooses: its cache file
+(each :class:`SharedScheduler` handle looks up and fills its own cache), its batch size and
+runtime. The policy and aging rate are the scheduler's: the first connection's settings decide,
+and a later connection asking for others gets a logged warning (docs/scheduler.md).
 
-They live as long as the process (a model or an engine is not reloaded for every connection);
-at exit :func:`close_all` stops them and closes the backends they built (HTTP connections,
-engine threads), so nothing is left for the interpreter to tear down half-way.
+A spec is built into a backend once to learn its identity; later connections with the same spec
+reuse the scheduler without building anything. A ``Backend`` object passed to ``connect()`` is
+its caller's: it gets a scheduler of its own (shared by connections given the same object),
+which is closed with its last connection; the backend object itself is left open.
+
+Each connection holds one handle; the scheduler, and the backend built for it, are closed when
+the last handle closes, and at exit (:func:`close_all`). With a sidecar URL the handle wraps
+the sidecar client of that URL instead, counted the same way.
 """
 
 from __future__ import annotations
@@ -17,22 +25,36 @@ import importlib
 import logging
 import threading
 from collections.abc import Callable
+from concurrent.futures import Future
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from duckdb_sem.backends.base import Backend
 from duckdb_sem.backends.registry import create_backend
 from duckdb_sem.cache.store import LLMCache
 from duckdb_sem.config import Settings
 from duckdb_sem.scheduler.core import Scheduler
-from duckdb_sem.scheduler.seu import SchedulerClient
+from duckdb_sem.scheduler.seu import SEU, SchedulerClient, SEUResult
 
-__all__ = ["close_all", "open_cache", "scheduler_for"]
+__all__ = ["SharedScheduler", "close_all", "open_cache", "scheduler_for"]
 
 log = logging.getLogger(__name__)
 
 _lock = threading.RLock()
-_schedulers: dict[tuple[str, str, str, float | None], Scheduler] = {}
-_sidecars: dict[str, SchedulerClient] = {}
+
+
+@dataclass(eq=False)
+class _Entry:
+    key: object
+    client: SchedulerClient
+    owned: list[Backend] = field(default_factory=list)  # built here: closed with the client
+    users: int = 0
+    choice: tuple[str, float | None] = ("", None)  # the policy and aging rate it was built with
+
+
+_entries: dict[object, _Entry] = {}
+_spec_ids: dict[str, str] = {}  # spec string -> the identity its backend had
 _caches: dict[Path, LLMCache] = {}
 
 
@@ -47,55 +69,132 @@ def open_cache(path: Path | None) -> LLMCache | None:
         return cache
 
 
-def scheduler_for(settings: Settings, backend: Backend | None = None) -> SchedulerClient:
-    """The scheduler client for these settings (a sidecar client when a URL is set)."""
+class SharedScheduler:
+    """One connection's handle on a shared scheduler (or sidecar client): submits with the
+    connection's cache, and releases its share on :meth:`close`. Other attributes (``status``,
+    ``usage``, ``backends``, ...) are the scheduler's."""
+
+    def __init__(self, entry: _Entry, cache: LLMCache | None) -> None:
+        self._entry = entry
+        self.scheduler = entry.client
+        self.cache = cache
+        self.backend_id = entry.client.backend_id
+        self._closed = False
+
+    def submit(self, seu: SEU) -> Future[SEUResult]:
+        if isinstance(self.scheduler, Scheduler):
+            return self.scheduler.submit_with(seu, self.cache)
+        return self.scheduler.submit(seu)
+
+    def cancel(self, query_id: str) -> None:
+        self.scheduler.cancel(query_id)
+
+    def close(self) -> None:
+        """Release this connection's share; the last one closes the scheduler (idempotent)."""
+        with _lock:
+            if self._closed:
+                return
+            self._closed = True
+            self._entry.users -= 1
+            last = self._entry.users <= 0 and _entries.get(self._entry.key) is self._entry
+            if last:
+                _forget(self._entry)
+        if last:
+            _shut(self._entry)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.scheduler, name)
+
+
+def scheduler_for(settings: Settings, backend: Backend | None = None) -> SharedScheduler:
+    """A handle on the scheduler for these settings (a sidecar client when a URL is set)."""
     if settings.scheduler_url:
-        url = settings.scheduler_url
-        with _lock:
-            client = _sidecars.get(url)
-            if client is None:
-                # Imported lazily: in-process users never load httpx.
-                module = importlib.import_module("duckdb_sem.scheduler.sidecar_client")
-                client = _sidecars[url] = module.SidecarClient(url)
-        return client
+        entry = _entry_for(("sidecar", settings.scheduler_url), lambda: _sidecar(settings))
+        return _handle(entry, None, settings)
+    cache = open_cache(settings.cache_path)
     if backend is not None:
-        # A caller-built backend object gets its own scheduler (not shared by spec).
-        return Scheduler(
-            [backend],
-            policy=settings.policy,
-            cache=open_cache(settings.cache_path),
-            aging_rate=settings.aging_rate,
-        )
-    key = (settings.backend, str(settings.cache_path), settings.policy, settings.aging_rate)
+        entry = _entry_for(("object", id(backend)), lambda: (_scheduler(backend, settings), []))
+        return _handle(entry, cache, settings)
     with _lock:
-        scheduler = _schedulers.get(key)
-    if scheduler is None:
-        built = create_backend(settings.backend)  # may load a model: outside the lock
-        with _lock:
-            scheduler = _schedulers.get(key)
-            if scheduler is None:
-                scheduler = _schedulers[key] = Scheduler(
-                    [built],
-                    policy=settings.policy,
-                    cache=open_cache(settings.cache_path),
-                    aging_rate=settings.aging_rate,
-                )
-    return scheduler
+        known = _spec_ids.get(settings.backend)
+        entry_or_none = _entries.get(known) if known is not None else None
+        if entry_or_none is not None:
+            return _handle(entry_or_none, cache, settings)
+    built = create_backend(settings.backend)  # may load a model: outside the lock
+    with _lock:
+        _spec_ids[settings.backend] = built.backend_id
+        existing = _entries.get(built.backend_id)
+        if existing is None:
+            entry = _entries[built.backend_id] = _Entry(
+                built.backend_id, _scheduler(built, settings), [built]
+            )
+            entry.choice = (settings.policy, settings.aging_rate)
+            return _handle(entry, cache, settings)
+    # another spec with the same identity (say other threads) already has a scheduler
+    _close(built.close, built.describe())
+    return _handle(existing, cache, settings)
+
+
+def _scheduler(backend: Backend, settings: Settings) -> Scheduler:
+    return Scheduler([backend], policy=settings.policy, aging_rate=settings.aging_rate)
+
+
+def _sidecar(settings: Settings) -> tuple[SchedulerClient, list[Backend]]:
+    # Imported lazily: in-process users never load httpx.
+    module = importlib.import_module("duckdb_sem.scheduler.sidecar_client")
+    client: SchedulerClient = module.SidecarClient(settings.scheduler_url)
+    return client, []
+
+
+def _entry_for(key: object, build: Callable[[], tuple[SchedulerClient, list[Backend]]]) -> _Entry:
+    with _lock:
+        entry = _entries.get(key)
+        if entry is None:
+            client, owned = build()
+            entry = _entries[key] = _Entry(key, client, owned)
+        return entry
+
+
+def _handle(entry: _Entry, cache: LLMCache | None, settings: Settings) -> SharedScheduler:
+    with _lock:
+        if entry.users == 0 and entry.choice == ("", None):
+            entry.choice = (settings.policy, settings.aging_rate)
+        entry.users += 1
+        if not settings.scheduler_url and entry.choice != (settings.policy, settings.aging_rate):
+            log.warning(
+                "%s: the scheduler shared by this backend's connections runs policy %s (aging "
+                "%s); this connection asked for %s (aging %s), which applies only to a new "
+                "scheduler once every connection of this backend is closed",
+                entry.client.backend_id,
+                *entry.choice,
+                settings.policy,
+                settings.aging_rate,
+            )
+        return SharedScheduler(entry, cache)
+
+
+def _forget(entry: _Entry) -> None:
+    """Drop ``entry`` from the registry (under the lock)."""
+    _entries.pop(entry.key, None)
+    for spec in [s for s, key in _spec_ids.items() if key == entry.key]:
+        del _spec_ids[spec]
+
+
+def _shut(entry: _Entry) -> None:
+    _close(entry.client.close, type(entry.client).__name__)
+    for backend in entry.owned:
+        _close(backend.close, backend.describe())
 
 
 def close_all() -> None:
     """Close every shared scheduler, the backends they built, and the sidecar clients (at exit;
     a later :func:`scheduler_for` builds new ones)."""
     with _lock:
-        schedulers = list(_schedulers.values())
-        sidecars = list(_sidecars.values())
-        _schedulers.clear()
-        _sidecars.clear()
-    for client in [*schedulers, *sidecars]:
-        _close(client.close, type(client).__name__)
-    for scheduler in schedulers:
-        for backend in scheduler.backends:
-            _close(backend.close, backend.describe())
+        entries = list(_entries.values())
+        _entries.clear()
+        _spec_ids.clear()
+    for entry in entries:
+        _shut(entry)
 
 
 def _close(close: Callable[[], None], what: str) -> None:

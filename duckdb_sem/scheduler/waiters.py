@@ -18,6 +18,7 @@ from concurrent.futures import Future
 from dataclasses import dataclass, field
 
 from duckdb_sem.backends.base import Backend
+from duckdb_sem.cache.store import LLMCache
 from duckdb_sem.errors import SemError
 from duckdb_sem.llm.request import Completion, LLMRequest
 from duckdb_sem.scheduler.accounting import QueryState, Usage
@@ -40,6 +41,7 @@ class Waiter:
     missing: int
     state: QueryState
     cancelled: bool = False
+    cache: LLMCache | None = None  # the submitting connection's cache (None: no cache)
 
 
 @dataclass(eq=False)
@@ -52,6 +54,14 @@ class Pending:
     key: str = ""  # the fusion key: the signature, unless fusion is off
     waiters: list[tuple[Waiter, int]] = field(default_factory=list)
     item: QueuedSEU | None = None  # the queue item that will run it, while queued
+    #: the caches of every connection that asked for it (kept when a query is cancelled, so
+    #: work that finishes anyway is cached for a rerun)
+    caches: dict[int, LLMCache] = field(default_factory=dict)
+
+    def attach(self, waiter: Waiter, index: int) -> None:
+        self.waiters.append((waiter, index))
+        if waiter.cache is not None:
+            self.caches.setdefault(id(waiter.cache), waiter.cache)
 
 
 @dataclass(eq=False)
@@ -60,6 +70,7 @@ class Running:
     replica: ReplicaState
     work: list[Pending]
     answered: int = 0
+    aborted: bool = False  # every query waiting on its unanswered work was cancelled
 
 
 def dispatch_work(

@@ -113,6 +113,12 @@ class SemSession:
                 self.con.remove_function(name + self._suffix)
         self._registered.clear()
 
+    def release(self) -> None:
+        """Give back this session's share of the scheduler (the last share closes it); a shared
+        session outlives the cursors that close and keeps it."""
+        if not self._shared:
+            self.engine.client.close()
+
     def ensure_typed_map(self, spec: TypeSpec) -> None:
         """Register the function that returns ``spec`` (idempotent): a UDF behind a macro."""
         name = typed_map_function(spec)

@@ -36,8 +36,9 @@ def test_interrupt_stops_within_one_seu_frees_the_queue_and_others_continue(
     # same spec and cache: both connections share one scheduler (and its queue)
     con_a = duckdb_sem.connect(backend=SPEC, cache=cache, batch_size=SEU_ROWS)
     con_b = duckdb_sem.connect(backend=SPEC, cache=cache, batch_size=SEU_ROWS)
-    scheduler = con_a.session.engine.client
-    assert isinstance(scheduler, Scheduler) and scheduler is con_b.session.engine.client
+    scheduler = con_a.session.engine.client.scheduler  # type: ignore[attr-defined]
+    assert isinstance(scheduler, Scheduler)
+    assert scheduler is con_b.session.engine.client.scheduler  # type: ignore[attr-defined]
     backend = scheduler.backends[0]
     answered: list[tuple[float, str]] = []
     inner = backend.complete
@@ -74,7 +75,9 @@ def test_interrupt_stops_within_one_seu_frees_the_queue_and_others_continue(
     a.join(timeout=10)
     stopped = time.monotonic() - interrupted
     assert isinstance(outcome["a"], QueryCancelledError | duckdb.InterruptException)
-    assert stopped < 4 * LATENCY_S + 0.5, f"interrupt took {stopped:.2f}s"
+    # Generous on purpose (a 2-core machine shared with other work): the bound that matters is
+    # the count of A's requests answered after the interrupt, below; this catches a hang.
+    assert stopped < 5.0, f"interrupt took {stopped:.2f}s"
     # nothing of A stays queued: its slots went to others at once
     assert all(item.query_id != query_a for item in scheduler.policy.items())
     b.join(timeout=30)

@@ -1,11 +1,14 @@
-"""Shared schedulers live as long as the process, and are closed, with their backends, at exit."""
+"""One scheduler per backend identity, shared by connections, closed with the last one."""
 
 from __future__ import annotations
 
 import subprocess
 import sys
+from pathlib import Path
 
 import duckdb_sem
+from duckdb_sem.backends.rules import RuleBackend
+from duckdb_sem.cache.store import LLMCache
 from duckdb_sem.scheduler import shared
 from duckdb_sem.scheduler.core import Scheduler
 
@@ -22,24 +25,68 @@ server.close()
 """
 
 
-def test_connections_share_one_scheduler_until_close_all() -> None:
+def _scheduler(con: duckdb_sem.SemConnection) -> Scheduler:
+    scheduler = con.session.engine.client.scheduler  # type: ignore[attr-defined]
+    assert isinstance(scheduler, Scheduler)
+    return scheduler
+
+
+def test_one_scheduler_per_backend_identity_whatever_cache_or_policy(tmp_path: Path) -> None:
+    first = duckdb_sem.connect(backend="test:", cache=str(tmp_path / "a.sqlite"))
+    second = duckdb_sem.connect(backend="test:?latency_ms=0", cache=str(tmp_path / "b.sqlite"))
+    third = duckdb_sem.connect(backend="test:", cache="off")
+    other = duckdb_sem.connect(backend="test:?yes_if=fine", cache="off")
+    try:
+        assert _scheduler(first) is _scheduler(second) is _scheduler(third)
+        assert _scheduler(other) is not _scheduler(first)  # another identity
+        sql = "SELECT sem_filter('{0} is fine', 'x' || i::VARCHAR) FROM range(5) t(i)"
+        assert first.sql(sql).fetchall() == second.sql(sql).fetchall()
+        # each connection's answers went to its own cache, none to the connection without one
+        for name in ("a.sqlite", "b.sqlite"):
+            assert len(LLMCache(tmp_path / name)) == 5
+    finally:
+        for con in (first, second, third, other):
+            con.close()
+
+
+def test_the_last_connection_closes_the_scheduler_and_its_backend() -> None:
     first = duckdb_sem.connect(backend="test:", cache="off")
     second = duckdb_sem.connect(backend="test:", cache="off")
     answer = first.sql("SELECT sem_filter('{0} is fine', 'x')").fetchall()
-    client = first.session.engine.client
-    assert isinstance(client, Scheduler) and second.session.engine.client is client
+    scheduler = _scheduler(first)
     closed: list[str] = []
-    backend = client.backends[0]
+    backend = scheduler.backends[0]
     original = backend.close
     backend.close = lambda: closed.append("backend") or original()  # type: ignore[method-assign]
     first.close()
+    first.close()  # idempotent: the share is released once
+    assert closed == [] and second.sql("SELECT sem_filter('{0} is fine', 'x')").fetchall()
     second.close()
-    shared.close_all()
-    assert closed == ["backend"]
+    assert closed == ["backend"] and scheduler._closed
     third = duckdb_sem.connect(backend="test:", cache="off")
-    assert third.session.engine.client is not client  # a fresh one after close_all
+    assert _scheduler(third) is not scheduler  # a fresh one
     assert third.sql("SELECT sem_filter('{0} is fine', 'x')").fetchall() == answer
     third.close()
+
+
+def test_a_backend_object_gets_no_leaked_scheduler() -> None:
+    backend = RuleBackend()
+    first = duckdb_sem.connect(backend=backend, cache="off")
+    second = duckdb_sem.connect(backend=backend, cache="off")
+    scheduler = _scheduler(first)
+    assert _scheduler(second) is scheduler and scheduler.backends == [backend]
+    first.close()
+    second.close()
+    assert scheduler._closed  # its thread pool is gone with the last connection
+    assert first.session.engine.client.backend_id == backend.backend_id
+
+
+def test_close_all_closes_what_is_open() -> None:
+    con = duckdb_sem.connect(backend="test:", cache="off")
+    scheduler = _scheduler(con)
+    shared.close_all()
+    assert scheduler._closed
+    con.close()  # releasing a share of a scheduler already closed is harmless
 
 
 def test_a_process_exits_without_leaving_backend_connections_open() -> None:
