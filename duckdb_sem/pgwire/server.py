@@ -108,7 +108,11 @@ class WireServer:
         """Over ``max_connections``: read the first packet, answer FATAL 53300, close."""
         try:
             conn.settimeout(2.0)
-            m.read_startup(conn.makefile("rb"))
+            stream = conn.makefile("rb")
+            code, _ = m.read_startup(stream)
+            if code in (m.SSL_REQUEST, m.GSSENC_REQUEST):  # answer in plain text, as PostgreSQL
+                conn.sendall(b"N")
+                m.read_startup(stream)
             text = (
                 f"sorry, too many clients already (max_connections={self.options.max_connections})"
             )
@@ -146,6 +150,7 @@ class WireServer:
             log.info("closing a connection: %s", err)
             with _quietly():
                 sock.sendall(m.fatal_response("08P01", str(err)))
+                _linger(sock)
         except TimeoutError:
             log.info(
                 "closing a connection that did not authenticate within %.0f s",
@@ -259,6 +264,18 @@ def _listen(host: str, port: int) -> socket.socket:
         ) from None
     sock.listen(256)
     return sock
+
+
+def _linger(sock: socket.socket) -> None:
+    """Let the client read the error: closing with its bytes unread would reset the connection."""
+    sock.shutdown(socket.SHUT_WR)
+    sock.settimeout(0.5)
+    drained = 0
+    while drained < _LINGER_BYTES and (chunk := sock.recv(1 << 20)):
+        drained += len(chunk)
+
+
+_LINGER_BYTES = 16 * 1024 * 1024
 
 
 def _quietly() -> contextlib.AbstractContextManager[None]:
