@@ -79,22 +79,24 @@ def test_unauthenticated_connection_times_out(db_file: Path, users: Path) -> Non
 
 
 def test_connection_cap(db_file: Path) -> None:
-    with wire_server(db_file, "--backend", "test:", "--max-connections", "2") as server:
-        with psycopg.connect(server.dsn()) as a:
-            with psycopg.connect(server.dsn()) as b:
-                with pytest.raises(psycopg.OperationalError, match="too many clients"):
-                    psycopg.connect(server.dsn())
-                assert b.execute("SELECT 2").fetchone() == (2,)
-            deadline = time.monotonic() + 5
-            while True:  # the server notices b's close a moment later
-                try:
-                    with psycopg.connect(server.dsn()) as c:
-                        assert c.execute("SELECT 3").fetchone() == (3,)
-                    break
-                except psycopg.OperationalError:
-                    assert time.monotonic() < deadline
-                    time.sleep(0.1)
-            assert a.execute("SELECT 1").fetchone() == (1,)
+    with (
+        wire_server(db_file, "--backend", "test:", "--max-connections", "2") as server,
+        psycopg.connect(server.dsn()) as a,
+    ):
+        with psycopg.connect(server.dsn()) as b:
+            with pytest.raises(psycopg.OperationalError, match="too many clients"):
+                psycopg.connect(server.dsn())
+            assert b.execute("SELECT 2").fetchone() == (2,)
+        deadline = time.monotonic() + 5
+        while True:  # the server notices b's close a moment later
+            try:
+                with psycopg.connect(server.dsn()) as c:
+                    assert c.execute("SELECT 3").fetchone() == (3,)
+                break
+            except psycopg.OperationalError:
+                assert time.monotonic() < deadline
+                time.sleep(0.1)
+        assert a.execute("SELECT 1").fetchone() == (1,)
 
 
 def test_unknown_message_gets_a_flushed_fatal_error(server: WireProcess) -> None:
