@@ -155,10 +155,10 @@ class SemConnection:
         return run.progress()  # type: ignore[attr-defined]
 
     def explain_semantic(self, query: str, *, analyze: bool = False) -> str:
-        # Imported lazily: plain queries never load the optimizer.
-        optimizer = importlib.import_module("duckdb_sem.optimizer")
-        text: str = optimizer.explain_semantic(self, query, analyze=analyze)
-        return text
+        """``EXPLAIN [ANALYZE] SEMANTIC query`` as text (see :mod:`duckdb_sem.explain`)."""
+        from duckdb_sem.explain import explain_semantic  # loads the optimizer only when asked
+
+        return explain_semantic(self, query, analyze=analyze)
 
     def interrupt(self) -> None:
         """Cancel the running query: its queued LLM work is dropped, DuckDB is interrupted."""

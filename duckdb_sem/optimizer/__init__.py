@@ -7,7 +7,8 @@ Entry points used by the connection:
 
 - ``plan_query(con, sql)`` -> the chosen :class:`LogicalPlan` (``PlanError`` for shapes it
   does not plan: run those on the UDF path);
-- ``explain_semantic(con, sql, analyze=...)`` -> the EXPLAIN text.
+- ``explain_choice(choice, model)`` -> the EXPLAIN text of a ranked choice
+  (``duckdb_sem.explain`` prepares the statement as a run does and calls it).
 """
 
 from __future__ import annotations
@@ -23,7 +24,6 @@ from duckdb_sem.optimizer.explain import explain_choice
 from duckdb_sem.plan.build import build_plan
 from duckdb_sem.plan.logical import LogicalPlan
 from duckdb_sem.plan.nodes import Node, Scan
-from duckdb_sem.runtime.execute_plan import Actual, Evaluator
 
 __all__ = [
     "DEFAULTS",
@@ -36,7 +36,7 @@ __all__ = [
     "choose_plan",
     "count_plans",
     "enumerate_plans",
-    "explain_semantic",
+    "explain_choice",
     "optimize",
     "plan_query",
 ]
@@ -97,44 +97,3 @@ def plan_query(
     """The cheapest equivalent plan of ``sql`` (run it with ``runtime.execute_plan``)."""
     choice, _ = optimize(con, sql, stats=stats, max_plans=max_plans)
     return LogicalPlan(choice.best.plan, sql, choice.best.cost, choice.total)
-
-
-def explain_semantic(
-    con: Any,
-    sql: str,
-    stats: Mapping[str, Statistics] | None = None,
-    *,
-    analyze: bool = False,
-    engine: Evaluator | None = None,
-    query: Any = None,
-    runner_ups: int = 3,
-) -> str:
-    """The text of ``EXPLAIN [ANALYZE] SEMANTIC sql``; with ``analyze`` the query runs.
-
-    ``engine`` and ``query`` default to the SemConnection's session (a fresh query context).
-    """
-    choice, model = optimize(con, sql, stats=stats)
-    if not analyze:
-        return explain_choice(choice, model, runner_ups=runner_ups)
-    session = getattr(con, "session", None)
-    if engine is None:
-        if session is None:
-            raise PlanError("EXPLAIN ANALYZE SEMANTIC needs an engine; pass engine=")
-        engine = session.engine
-    if query is None and session is not None:
-        query = session.new_query()
-    # Run it on the SEU loop: the chosen plan is the one the estimator's profile picks, the
-    # per-operator actuals are those of the batches that ran on it, and the estimation report
-    # (per-SEU estimate vs actual, plan switches, the estimator's own time) follows the tree.
-    from duckdb_sem.runtime.entry import prepare, start
-    from duckdb_sem.runtime.progress import RuntimeOptions
-
-    options = getattr(con, "runtime", None) or RuntimeOptions()
-    prepared = prepare(_raw(con), sql, engine, options)
-    actuals: dict[tuple[int, ...], Actual] = {}
-    run = start(_raw(con), prepared, engine, query, options, actuals=actuals)
-    for _ in run.batches():
-        pass
-    model = CostModel(table_rows=prepared.table_rows, stats=prepared.stats)
-    text = explain_choice(prepared.choice, model, runner_ups=runner_ups, actuals=actuals)
-    return "\n".join([text, *run.report().lines()])

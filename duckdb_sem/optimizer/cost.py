@@ -22,6 +22,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from duckdb_sem.llm.request import OperatorKind
+from duckdb_sem.plan.limits import driving_scan, split_sink, stop_rule
 from duckdb_sem.plan.nodes import (
     Aggregate,
     Filter,
@@ -167,7 +168,27 @@ class CostModel:
     def estimate(self, plan: Node) -> dict[Path, Estimate]:
         out: dict[Path, Estimate] = {}
         self._walk(plan, (), out)
+        self._stop_early(plan, out)
         return out
+
+    def _stop_early(self, plan: Node, out: dict[Path, Estimate]) -> None:
+        """Scale what runs below a LIMIT the runtime stops at (``plan.limits.stop_rule``) to
+        the share of the region's rows the LIMIT needs."""
+        sink, region, path = split_sink(plan)
+        if not sink or not isinstance(sink[0], Limit) or path not in out:
+            return
+        rule = stop_rule(sink, driving_scan(region, self._rows_by_table()))
+        rows = out[path].rows
+        if rule is None or rows <= rule.need:
+            return
+        share = rule.need / rows if rows > 0 else 1.0
+        for at, e in list(out.items()):
+            if len(at) > 0 and at[:1] == (0,):  # everything under the LIMIT
+                out[at] = Estimate(e.rows * share, e.calls * share, e.prompt_tokens * share,
+                                   e.completion_tokens * share, e.cost * share)  # fmt: skip
+
+    def _rows_by_table(self) -> dict[str, float]:
+        return {k: v for k, v in self.table_rows.items() if not k.startswith("@")}
 
     def cost(self, plan: Node) -> float:
         return sum(e.cost for e in self.estimate(plan).values())

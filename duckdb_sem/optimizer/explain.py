@@ -15,10 +15,10 @@ With ``analyze`` every operator line also shows what it did: ``actual rows=… c
 
 from __future__ import annotations
 
+from duckdb_sem.optimizer.actuals import Actual
 from duckdb_sem.optimizer.choose import Choice, plan_key
 from duckdb_sem.optimizer.cost import CostModel, Estimate, Path
 from duckdb_sem.plan.nodes import Node
-from duckdb_sem.runtime.execute_plan import Actual
 
 __all__ = ["explain_choice", "format_plan", "render_tree"]
 

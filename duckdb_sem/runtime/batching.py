@@ -16,7 +16,8 @@ from collections.abc import Callable
 
 import pyarrow as pa
 
-from duckdb_sem.plan.nodes import Limit, Node, Project, Scan
+from duckdb_sem.plan.limits import driving_scan
+from duckdb_sem.plan.nodes import Limit, Node, Project
 from duckdb_sem.runtime.progress import RuntimeOptions
 
 __all__ = [
@@ -27,12 +28,6 @@ __all__ = [
     "streamable",
     "streamed_projection",
 ]
-
-
-def driving_scan(region: Node, table_rows: dict[str, float]) -> Scan:
-    """The scan of the most rows (the first of them on a tie): the one the SEUs batch."""
-    scans = [n for n in region.walk() if isinstance(n, Scan)]
-    return max(scans, key=lambda s: (table_rows.get(s.table, 1000.0), -scans.index(s)))
 
 
 def rebatch(reader: pa.RecordBatchReader) -> Callable[[int], pa.Table | None]:

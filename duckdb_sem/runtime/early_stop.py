@@ -1,13 +1,9 @@
 """When a planned query may stop early, and how many driving rows the next SEU should read.
 
 A ``LIMIT k`` (with an optional ``OFFSET o``) needs only ``o + k`` rows out of the row-wise
-region, so the SEU loop stops as soon as it has them: :func:`stop_rule` says whether the
-query's sink allows it. It does when the sink is the LIMIT over a plain projection (rows
-stream out and are counted), and when an ``ORDER BY`` sits between them whose keys read only
-columns of the driving table: the driving scan is then read in that order, so once ``o + k``
-rows are out no later batch can hold a row that sorts before them (each output row carries
-its driving row's keys, also through joins). An aggregate, DISTINCT or ``sem_agg`` needs every
-row, and so does an ORDER BY on anything else (a ``sem_map`` output, another table's column).
+region, so the SEU loop stops as soon as it has them; whether the query's sink allows that is
+:func:`duckdb_sem.plan.limits.stop_rule` (re-exported here), which the cost model also uses to
+cost the LIMIT.
 
 :func:`next_rows` sizes each SEU from the rows still needed and the rate at which the region
 turns driving rows into output rows (estimated before the first SEU, observed after), with a
@@ -22,13 +18,10 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from dataclasses import dataclass
-
-import sqlglot
-from sqlglot import exp
 
 from duckdb_sem.optimizer.cost import CostModel, Statistics, operator_signature, scan_key
-from duckdb_sem.plan.nodes import Limit, Node, Project, Scan, SemJoin, Sort
+from duckdb_sem.plan.limits import StopRule, stop_rule
+from duckdb_sem.plan.nodes import Node, Scan, SemJoin
 
 __all__ = ["GROWTH", "MARGIN", "StopRule", "next_rows", "region_rate", "stop_rule"]
 
@@ -39,53 +32,6 @@ GROWTH = 4
 #: what a semantic join with no measurement is assumed to keep, for sizing only: optimistic,
 #: so the first SEU of a join under a LIMIT is small (a too-small SEU costs one more round)
 JOIN_SIZING_SELECTIVITY = 0.5
-
-
-@dataclass(frozen=True, slots=True)
-class StopRule:
-    """How a query with a LIMIT stops: after ``need`` region rows (``offset + limit``)."""
-
-    need: int
-    offset: int
-    limit: int
-    order: tuple[str, ...] = ()  # ORDER BY keys pushed into the driving scan
-    streams: bool = True  # rows go out per SEU (no ORDER BY): the sink is cut in Python
-
-
-def stop_rule(sink: list[Node], driving: Scan) -> StopRule | None:
-    """The stop rule for ``sink`` (top down) over ``driving``, or None when every row counts."""
-    if not sink or not isinstance(sink[0], Limit) or sink[0].limit is None:
-        return None
-    limit = sink[0]
-    assert limit.limit is not None
-    rest = sink[1:]
-    need = limit.offset + limit.limit
-    if all(isinstance(n, Project) and not n.distinct for n in rest) and len(rest) <= 1:
-        return StopRule(need, limit.offset, limit.limit)
-    if (
-        len(rest) == 2
-        and isinstance(rest[0], Sort)
-        and isinstance(rest[1], Project)
-        and not rest[1].distinct
-        and all(_reads_only(key, driving.produces) for key in rest[0].keys)
-    ):
-        return StopRule(need, limit.offset, limit.limit, order=rest[0].keys, streams=False)
-    return None
-
-
-def _reads_only(key: str, attrs: frozenset[str]) -> bool:
-    """Whether the ORDER BY key (SQL over quoted attributes) reads nothing but ``attrs``."""
-    try:
-        tree = sqlglot.parse_one(f"SELECT 1 ORDER BY {key}", read="duckdb")
-    except sqlglot.errors.ParseError:
-        return False
-    order = tree.args.get("order")
-    if order is None:
-        return False
-    columns = [c for c in order.find_all(exp.Column)]
-    if any(isinstance(n, exp.Subquery | exp.Select) for n in order.walk() if n is not order):
-        return False
-    return bool(columns) and all(c.name in attrs and not c.table for c in columns)
 
 
 def region_rate(

@@ -17,7 +17,6 @@ import contextlib
 import itertools
 import time
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
 from typing import Any, Protocol
 
 import duckdb
@@ -26,6 +25,7 @@ import pyarrow.compute as pc
 
 from duckdb_sem.llm.outputs import parse_type
 from duckdb_sem.llm.request import OperatorKind
+from duckdb_sem.optimizer.actuals import Actual
 from duckdb_sem.plan.logical import LogicalPlan
 from duckdb_sem.plan.nodes import (
     Aggregate,
@@ -69,16 +69,6 @@ class SqlConnection(Protocol):
     def sql(self, query: str) -> Any: ...
     def register(self, view_name: str, python_object: object) -> Any: ...
     def unregister(self, view_name: str) -> Any: ...
-
-
-@dataclass
-class Actual:
-    """What one operator did: rows in and out, LLM calls asked, seconds."""
-
-    rows_in: int = 0
-    rows_out: int = 0
-    calls: int = 0
-    seconds: float = 0.0
 
 
 def execute_plan(

@@ -11,22 +11,12 @@ Example: ``Scan reviews AS r WHERE "r.id" > 3`` over columns ``id, text`` become
 
 from __future__ import annotations
 
-from duckdb_sem.plan.nodes import Aggregate, Limit, Node, Project, Scan, SemAgg, Sort, quote
+from duckdb_sem.plan.limits import split_sink
+from duckdb_sem.plan.nodes import Aggregate, Limit, Node, Project, Scan, Sort, quote
 
 __all__ = ["Path", "join_sql", "scan_sql", "sink_select", "split_sink"]
 
 Path = tuple[int, ...]  # child indices from the root
-
-
-def split_sink(root: Node) -> tuple[list[Node], Node, Path]:
-    """The set-wise sink above the row-wise region: (sink nodes top down, region, its path)."""
-    sink: list[Node] = []
-    node: Node = root
-    path: Path = ()
-    while isinstance(node, SemAgg | Limit | Sort | Project | Aggregate):
-        sink.append(node)
-        node, path = node.children[0], (*path, 0)
-    return sink, node, path
 
 
 def sink_select(source: str, parts: dict[type, Node]) -> str:

@@ -8,7 +8,8 @@ import pytest
 import duckdb_sem
 from duckdb_sem.backends.rules import RuleBackend
 from duckdb_sem.errors import PlanError
-from duckdb_sem.optimizer import explain_semantic, plan_query
+from duckdb_sem.explain import explain_semantic
+from duckdb_sem.optimizer import plan_query
 
 QUERY = (
     "SELECT r.id, sem_map('{r.text} gist') AS gist FROM reviews r JOIN movies m "
@@ -56,3 +57,22 @@ def test_plan_query_returns_the_cheapest_plan(con: duckdb_sem.SemConnection) -> 
 def test_plain_sql_is_not_planned(con: duckdb_sem.SemConnection) -> None:
     with pytest.raises(PlanError):
         plan_query(con, "SELECT * FROM reviews")
+
+
+def test_explain_costs_the_limit_the_run_stops_at(con: duckdb_sem.SemConnection) -> None:
+    q = "SELECT r.id FROM reviews r WHERE sem_filter('{r.text} is positive')"
+    full = con.explain_semantic(q)
+    limited = con.explain_semantic(q + " LIMIT 5")
+    calls = re.compile(r"SemFilter .*calls≈(\S+)")
+    full_calls = float(calls.search(full).group(1))  # type: ignore[union-attr]
+    limited_calls = float(calls.search(limited).group(1))  # type: ignore[union-attr]
+    assert full_calls == 100 and limited_calls == 10  # 5 rows at the default selectivity 0.5
+    assert "statistics: " in limited
+
+
+def test_explain_says_when_a_statement_is_not_planned(con: duckdb_sem.SemConnection) -> None:
+    text = con.explain_semantic(
+        "WITH g AS (SELECT * FROM reviews) SELECT id FROM g WHERE sem_filter('{text} is good')"
+    )
+    assert text.startswith("not planned by the optimizer: ")
+    assert "DuckDB plan:" in text and "__semudf_filter" in text
