@@ -149,6 +149,7 @@ class Scheduler:
                     ):
                         # priority summation: one more query waits on this queued request
                         pending.item.contribution += 1.0 / max(1, pending.item.size)
+                        self.policy.update(pending.item)
                     if pending not in new_work:
                         waiter.served[index] = Served.FUSED
                 pending.attach(waiter, index)

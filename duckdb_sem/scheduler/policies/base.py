@@ -6,14 +6,15 @@ estimated remaining cost, the summed priority contribution of every query waitin
 scheduler owns threads, backends, fusion and admission, and asks the policy only between SEUs,
 so every preemption happens at an SEU boundary and no finished work is ever lost.
 
-Most policies are a key function over the queue (:class:`KeyedPolicy`): the item with the
-smallest key runs next. Ties break on the query's arrival, then the item's sequence number, so
+Most policies are a rank over the queue (:class:`KeyedPolicy`, a heap): the item with the
+smallest rank runs next. Ties break on the query's arrival, then the item's sequence number, so
 every order is deterministic.
 """
 
 from __future__ import annotations
 
 import abc
+import heapq
 import itertools
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -68,39 +69,61 @@ class Policy(abc.ABC):
     def dispatched(self, item: QueuedSEU, now: float) -> None:  # noqa: B027 - optional hook
         """Called once the item popped last was really dispatched (admission accepted it)."""
 
+    def update(self, item: QueuedSEU) -> None:  # noqa: B027 - optional hook
+        """Called when a queued item's priority inputs changed (fusion added a waiter)."""
+
 
 class KeyedPolicy(Policy):
-    """A policy that runs the queued item with the smallest :meth:`key` first."""
+    """A policy that runs the queued item with the smallest :meth:`rank` first, from a heap.
+
+    A rank must not change while the clock runs: aging (``cost - rate * (now - arrival)``)
+    lowers every queued key at the same rate, so it orders items exactly as
+    ``cost + rate * arrival`` does, and policies rank by the latter. When a rank's inputs change
+    while the item is queued (fusion adds to ``contribution``), the scheduler calls
+    :meth:`update`, which pushes a fresh entry; stale entries are skipped when popped. Push,
+    pop and update cost O(log n), remove O(1).
+    """
 
     def __init__(self) -> None:
-        self._items: list[QueuedSEU] = []
+        self._heap: list[tuple[tuple[float, ...], int, QueuedSEU]] = []
+        self._live: dict[QueuedSEU, int] = {}  # item -> the number of its current heap entry
+        self._numbers = itertools.count()
 
     @abc.abstractmethod
-    def key(self, item: QueuedSEU, now: float) -> tuple[float, ...]:
+    def rank(self, item: QueuedSEU) -> tuple[float, ...]:
         """Smaller runs first; the base appends (query arrival, sequence) as tie-breakers."""
 
-    def _full_key(self, item: QueuedSEU, now: float) -> tuple[float, ...]:
-        return (*self.key(item, now), item.query_arrival, item.seq)
+    def full_rank(self, item: QueuedSEU) -> tuple[float, ...]:
+        return (*self.rank(item), item.query_arrival, item.seq)
 
     def push(self, item: QueuedSEU) -> None:
-        self._items.append(item)
+        number = next(self._numbers)
+        self._live[item] = number
+        heapq.heappush(self._heap, (self.full_rank(item), number, item))
+        if len(self._heap) > 2 * len(self._live) + 64:  # mostly stale: rebuild
+            self._heap = [e for e in self._heap if self._live.get(e[2]) == e[1]]
+            heapq.heapify(self._heap)
+
+    def update(self, item: QueuedSEU) -> None:
+        if item in self._live:
+            self.push(item)
 
     def pop(self, now: float) -> QueuedSEU | None:
-        if not self._items:
-            return None
-        best = min(self._items, key=lambda i: self._full_key(i, now))
-        self._items.remove(best)
-        return best
+        while self._heap:
+            _, number, item = heapq.heappop(self._heap)
+            if self._live.get(item) == number:
+                del self._live[item]
+                return item
+        return None
 
     def remove(self, item: QueuedSEU) -> None:
-        if item in self._items:
-            self._items.remove(item)
+        self._live.pop(item, None)
 
     def __len__(self) -> int:
-        return len(self._items)
+        return len(self._live)
 
     def __iter__(self) -> Iterator[QueuedSEU]:
-        return iter(list(self._items))
+        return iter(list(self._live))
 
     def items(self) -> list[QueuedSEU]:
-        return list(self._items)
+        return list(self._live)

@@ -14,5 +14,5 @@ __all__ = ["FCFS"]
 class FCFS(KeyedPolicy):
     name = "fcfs"
 
-    def key(self, item: QueuedSEU, now: float) -> tuple[float, ...]:
+    def rank(self, item: QueuedSEU) -> tuple[float, ...]:
         return (item.query_arrival,)

@@ -14,14 +14,19 @@ priority runs next. This bounds tail latency where strict SRTF would starve long
 
 from __future__ import annotations
 
+import bisect
 from collections import deque
 
 from duckdb_sem.scheduler.policies.base import KeyedPolicy, QueuedSEU
+from duckdb_sem.scheduler.policies.srtf import aged_rank
 
 __all__ = ["Joint"]
 
 
 class Joint(KeyedPolicy):
+    """Short work from the rank heap; the queued costs kept sorted for the long/short split
+    (its quantile is a lookup). A pop that must serve long work scans only the long quarter."""
+
     name = "joint"
 
     def __init__(
@@ -40,45 +45,65 @@ class Joint(KeyedPolicy):
         self.long_share = long_share
         self._recent: deque[tuple[float, bool]] = deque(maxlen=window)  # (tokens, was long)
         self._last_long: dict[int, bool] = {}
+        self._costs: list[tuple[float, int, QueuedSEU]] = []  # (effective cost, seq), sorted
+        self._cost_of: dict[QueuedSEU, tuple[float, int, QueuedSEU]] = {}
 
-    def key(self, item: QueuedSEU, now: float) -> tuple[float, ...]:
-        waited = max(0.0, now - item.arrival)
-        return (item.effective_cost - self.aging_rate * waited,)
+    def key(self, item: QueuedSEU, now: float) -> float:
+        """The priority at ``now``: ``effective_cost - aging_rate * waited`` (smaller first)."""
+        return item.effective_cost - self.aging_rate * max(0.0, now - item.arrival)
+
+    def rank(self, item: QueuedSEU) -> tuple[float, ...]:
+        return (aged_rank(item, self.aging_rate),)
 
     def threshold(self) -> float:
         """The long/short boundary: a quantile of the queued effective remaining costs.
 
         Items strictly above it are long, so a queue of equal costs has no long work."""
-        costs = sorted(i.effective_cost for i in self._items)
-        if not costs:
+        if not self._costs:
             return float("inf")
-        return costs[int(self.long_quantile * (len(costs) - 1))]
+        return self._costs[int(self.long_quantile * (len(self._costs) - 1))][0]
 
     def long_fraction(self) -> float:
         total = sum(t for t, _ in self._recent)
         return sum(t for t, long in self._recent if long) / total if total else 0.0
 
     def pop(self, now: float) -> QueuedSEU | None:
-        if not self._items:
+        if not self._costs:
             return None
         cut = self.threshold()
-        long = [i for i in self._items if i.effective_cost > cut]
-        pool = self._items
-        if long and self.long_fraction() < self.long_share:
+        has_long = self._costs[-1][0] > cut
+        best: QueuedSEU | None
+        if has_long and self.long_fraction() < self.long_share:
             # guaranteed share for long queries' heavy work: the best long one, oldest first
-            pool = long
-        best = min(pool, key=lambda i: self._full_key(i, now))
-        self._items.remove(best)
-        self._last_long[best.seq] = best in long
+            start = bisect.bisect_right(self._costs, cut, key=lambda e: e[0])
+            best = min((e[2] for e in self._costs[start:]), key=self.full_rank)
+            super().remove(best)
+        else:
+            best = super().pop(now)
+        if best is None:
+            return None
+        self._last_long[best.seq] = best.effective_cost > cut
+        self._forget_cost(best)
         return best
 
     def remove(self, item: QueuedSEU) -> None:
         super().remove(item)
+        self._forget_cost(item)
         self._last_long.pop(item.seq, None)
 
     def push(self, item: QueuedSEU) -> None:
         super().push(item)
+        self._forget_cost(item)
+        entry = (item.effective_cost, item.seq, item)
+        bisect.insort(self._costs, entry, key=lambda e: (e[0], e[1]))
+        self._cost_of[item] = entry
         self._last_long.pop(item.seq, None)  # a re-queued item is classified afresh
 
     def dispatched(self, item: QueuedSEU, now: float) -> None:
         self._recent.append((float(max(1, item.tokens)), self._last_long.pop(item.seq, False)))
+
+    def _forget_cost(self, item: QueuedSEU) -> None:
+        entry = self._cost_of.pop(item, None)
+        if entry is not None:
+            i = bisect.bisect_left(self._costs, (entry[0], entry[1]), key=lambda e: (e[0], e[1]))
+            del self._costs[i]

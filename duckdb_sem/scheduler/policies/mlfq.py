@@ -31,5 +31,5 @@ class MLFQ(KeyedPolicy):
         k = math.floor(math.log2(max(0.0, attained) / self.quantum + 1.0))
         return min(self.levels - 1, k)
 
-    def key(self, item: QueuedSEU, now: float) -> tuple[float, ...]:
+    def rank(self, item: QueuedSEU) -> tuple[float, ...]:
         return (float(self.level(item.attained)), item.arrival)

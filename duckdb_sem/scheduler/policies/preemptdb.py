@@ -23,6 +23,6 @@ class PreemptDB(KeyedPolicy):
             raise ValueError("threshold must be >= 0")
         self.threshold = threshold
 
-    def key(self, item: QueuedSEU, now: float) -> tuple[float, ...]:
+    def rank(self, item: QueuedSEU) -> tuple[float, ...]:
         long = item.effective_cost > self.threshold
         return (1.0 if long else 0.0, item.query_arrival)

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from duckdb_sem.scheduler.policies.base import KeyedPolicy, QueuedSEU
 
-__all__ = ["DEFAULT_AGING_RATE", "SRTF"]
+__all__ = ["DEFAULT_AGING_RATE", "SRTF", "aged_rank"]
 
 #: cost units (estimated tokens) per second of waiting; ``DUCKDB_SEM_AGING_RATE`` overrides it
 DEFAULT_AGING_RATE = 100.0
@@ -28,6 +28,15 @@ class SRTF(KeyedPolicy):
             raise ValueError("aging_rate must be >= 0")
         self.aging_rate = aging_rate
 
-    def key(self, item: QueuedSEU, now: float) -> tuple[float, ...]:
-        waited = max(0.0, now - item.arrival)
-        return (item.effective_cost - self.aging_rate * waited,)
+    def key(self, item: QueuedSEU, now: float) -> float:
+        """The priority at ``now``: ``effective_cost - aging_rate * waited`` (smaller first)."""
+        return item.effective_cost - self.aging_rate * max(0.0, now - item.arrival)
+
+    def rank(self, item: QueuedSEU) -> tuple[float, ...]:
+        # key(item, now) + aging_rate * now: the same order at every time, fixed once queued
+        return (aged_rank(item, self.aging_rate),)
+
+
+def aged_rank(item: QueuedSEU, rate: float) -> float:
+    """``effective_cost + rate * arrival``: ordered as ``effective_cost - rate * waited``."""
+    return item.effective_cost + rate * item.arrival
