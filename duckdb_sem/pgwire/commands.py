@@ -17,6 +17,8 @@ __all__ = [
     "Begin",
     "Close",
     "Command",
+    "CopyIn",
+    "CopyOut",
     "Deallocate",
     "Declare",
     "End",
@@ -99,6 +101,19 @@ class Close:
 
 
 @dataclass(frozen=True, slots=True)
+class CopyOut:
+    """``COPY (query) TO STDOUT ...`` or ``COPY table [(cols)] TO STDOUT ...``."""
+
+    query: str
+    options: str
+
+
+@dataclass(frozen=True, slots=True)
+class CopyIn:
+    """``COPY ... FROM STDIN``: refused, with what to do instead."""
+
+
+@dataclass(frozen=True, slots=True)
 class Ignore:
     """Accepted and answered with ``tag``, nothing to do (LISTEN, DISCARD...)."""
 
@@ -107,7 +122,7 @@ class Ignore:
 
 Command = (
     Set | Reset | Show | Begin | End | Savepoint | Release | RollbackToSavepoint | Deallocate
-    | Declare | Fetch | Close | Ignore
+    | Declare | Fetch | Close | CopyOut | CopyIn | Ignore
 )  # fmt: skip
 
 _FLAGS = re.IGNORECASE | re.DOTALL
@@ -140,6 +155,11 @@ _FETCH = re.compile(
     + "$",
     _FLAGS,
 )
+_COPY_OUT = re.compile(
+    r"^COPY\s+(?:\((?P<q>.+)\)|(?P<t>[\w.\"]+)\s*(?:\((?P<cols>[^)]*)\))?)\s+TO\s+STDOUT\b(?P<o>.*)$",
+    _FLAGS,
+)
+_COPY_IN = re.compile(r"^COPY\s+.+\s+FROM\s+STDIN\b", _FLAGS)
 _CLOSE = re.compile(r"^CLOSE\s+" + _NAME + "$", _FLAGS)
 _IGNORED = {
     "discard": "DISCARD ALL",
@@ -227,6 +247,11 @@ def parse_command(sql: str) -> Command | None:
         return Fetch(_ident(match["name"]), number, move=match["verb"].lower() == "move")
     elif head == "close" and (match := _CLOSE.match(text)):
         return Close(_ident(match["name"]))
+    elif head == "copy" and (match := _COPY_OUT.match(text)):
+        query = match["q"] or f"SELECT {match['cols'] or '*'} FROM {match['t']}"
+        return CopyOut(query, match["o"])
+    elif head == "copy" and _COPY_IN.match(text):
+        return CopyIn()
     elif head in _IGNORED:
         return Ignore(_IGNORED[head])
     return None

@@ -29,6 +29,9 @@ __all__ = [
     "bind_complete",
     "close_complete",
     "command_complete",
+    "copy_data",
+    "copy_done",
+    "copy_out_response",
     "data_row",
     "empty_query",
     "error_response",
@@ -258,3 +261,16 @@ def portal_suspended() -> bytes:
 
 def parameter_description(oids: Sequence[int]) -> bytes:
     return _msg(b"t", struct.pack(f"!h{len(oids)}i", len(oids), *oids))
+
+
+def copy_out_response(columns: int) -> bytes:
+    """Text-format CopyOutResponse for ``columns`` columns."""
+    return _msg(b"H", struct.pack(f"!bh{columns}h", 0, columns, *([0] * columns)))
+
+
+def copy_data(data: bytes) -> bytes:
+    return _msg(b"d", data)
+
+
+def copy_done() -> bytes:
+    return _msg(b"c")

@@ -13,7 +13,8 @@ from dataclasses import dataclass, field
 
 import pyarrow as pa
 
-from duckdb_sem.pgwire.messages import Field, data_row
+from duckdb_sem.pgwire.copy_out import CopyFormat, encode_line
+from duckdb_sem.pgwire.messages import Field, copy_data, data_row
 from duckdb_sem.pgwire.types import PgType, pg_type_for
 
 __all__ = ["Result"]
@@ -30,6 +31,8 @@ class Result:
     formats: Sequence[int] = (0,)
     sent: int = 0
     fixed_tag: str | None = None
+    #: rows go out as COPY ... TO STDOUT lines in this format instead of DataRows
+    copy: CopyFormat | None = None
     _pending: deque[bytes] = field(default_factory=deque)
     _done: bool = False
 
@@ -93,6 +96,13 @@ class Result:
         return False
 
     def _encode(self, batch: pa.RecordBatch) -> list[bytes]:
+        if self.copy is not None:
+            fmt = self.copy
+            texts = [
+                [None if v is None else t.text(v).decode("utf-8") for v in column.to_pylist()]
+                for column, t in zip(batch.columns, self.types, strict=True)
+            ]
+            return [copy_data(encode_line(row, fmt)) for row in zip(*texts, strict=True)]
         columns: list[list[bytes | None]] = []
         for i, (column, pg_type) in enumerate(zip(batch.columns, self.types, strict=True)):
             encode = pg_type.binary if self._format(i) == 1 else pg_type.text

@@ -22,10 +22,11 @@ from typing import Any, BinaryIO
 import duckdb
 
 from duckdb_sem.connection import SemConnection
-from duckdb_sem.errors import QueryCancelledError, SemError
+from duckdb_sem.errors import PlanError, QueryCancelledError, SemError
 from duckdb_sem.pgwire import commands as cmd
 from duckdb_sem.pgwire import messages as m
 from duckdb_sem.pgwire import statements as st
+from duckdb_sem.pgwire.copy_out import copy_format, encode_line
 from duckdb_sem.pgwire.database import Database
 from duckdb_sem.pgwire.execution import Execution
 from duckdb_sem.pgwire.lexer import split_statements
@@ -171,17 +172,26 @@ class Session:
             self.send(m.empty_query())
         for statement in statements:
             result = self.run_statement(statement, [])
-            if result.has_rows:
+            if result.has_rows and result.copy is None:
                 self.send(m.row_description(result.described()))
             self._send_rows(result, None)
         self.send(m.ready_for_query(self.status))
         self.flush()
 
     def _send_rows(self, result: Result, limit: int | None) -> None:
+        if result.copy is not None:
+            limit = None  # as PostgreSQL: COPY ignores an Execute row limit
+            if result.sent == 0:
+                self.send(m.copy_out_response(len(result.fields)))
+                if result.copy.header:
+                    names = [f.name for f in result.fields]
+                    self.send(m.copy_data(encode_line(names, result.copy)))
         with self.execution.busy():
             rows, more = self.execution.translated(lambda: result.take(limit))
         for row in rows:
             self.send(row)
+        if not more and result.copy is not None:
+            self.send(m.copy_done())
         self.send(m.portal_suspended() if more else m.command_complete(result.tag()))
 
     # -- extended protocol ----------------------------------------------------------------
@@ -226,7 +236,8 @@ class Session:
             return
         portal = self._portal(name)
         result = self._result(portal)
-        self.send(m.row_description(result.described()) if result.has_rows else m.no_data())
+        rows = result.has_rows and result.copy is None
+        self.send(m.row_description(result.described()) if rows else m.no_data())
 
     def _execute(self, r: m.Reader) -> None:
         name, limit = r.cstring(), r.int32()
@@ -340,6 +351,16 @@ class Session:
                 if self._prepared.pop(name, None) is not None:
                     self.con.execute('DEALLOCATE "' + name.replace('"', '""') + '"')
             return Result.command("DEALLOCATE ALL" if command.name is None else "DEALLOCATE")
+        if isinstance(command, cmd.CopyOut):
+            fmt = copy_format(command.options)
+            result = self.run_statement(command.query, params)
+            result.copy, result.tag_word = fmt, "COPY"
+            return result
+        if isinstance(command, cmd.CopyIn):
+            raise PlanError(
+                "COPY ... FROM STDIN is not supported by this server: use INSERT ... VALUES "
+                "(psycopg executemany) instead"
+            )
         if isinstance(command, cmd.Declare):
             # Materialised, so the session can run other statements while the cursor is open.
             result = self.run_statement(command.query, params)
