@@ -74,14 +74,31 @@ def text_bytes(v: Any) -> bytes:
     return b"\\x" + bytes(v).hex().encode()
 
 
+def _interval_parts(v: Any) -> tuple[int, int, int]:
+    """(months, days, microseconds) of a timedelta or of Arrow's MonthDayNano (DuckDB INTERVAL)."""
+    if hasattr(v, "months"):
+        return int(v.months), int(v.days), int(v.nanoseconds) // 1000
+    return 0, int(v.days), int(v.seconds) * 1_000_000 + int(v.microseconds)
+
+
+def _unit(n: int, name: str) -> str:
+    return f"{n} {name}" + ("" if abs(n) == 1 else "s")
+
+
 def text_interval(v: Any) -> bytes:
-    total = int(v.total_seconds())
-    days, rest = divmod(total, 86400)
-    hours, rest = divmod(rest, 3600)
-    minutes, seconds = divmod(rest, 60)
-    micros = v.microseconds
-    frac = f".{micros:06d}" if micros else ""
-    return f"{days} days {hours:02d}:{minutes:02d}:{seconds:02d}{frac}".encode()
+    """PostgreSQL's ``postgres`` IntervalStyle: ``1 year 2 mons 3 days 04:05:06.789``."""
+    months, days, micros = _interval_parts(v)
+    years, mons = divmod(abs(months), 12)
+    sign = -1 if months < 0 else 1
+    parts = [_unit(sign * years, "year")] if years else []
+    parts += [_unit(sign * mons, "mon")] if mons else []
+    parts += [_unit(days, "day")] if days else []
+    if micros or not parts:
+        seconds, frac = divmod(abs(micros), 1_000_000)
+        hours, rest = divmod(seconds, 3600)
+        clock = f"{hours:02d}:{rest // 60:02d}:{rest % 60:02d}" + (f".{frac:06d}" if frac else "")
+        parts.append(("-" if micros < 0 else "") + clock)
+    return " ".join(parts).encode()
 
 
 def text_any(v: Any) -> bytes:
@@ -135,8 +152,8 @@ def bin_time(v: Any) -> bytes:
 
 
 def bin_interval(v: Any) -> bytes:
-    micros = v.seconds * 1_000_000 + v.microseconds
-    return struct.pack("!qii", micros, v.days, 0)
+    months, days, micros = _interval_parts(v)
+    return struct.pack("!qii", micros, days, months)
 
 
 def bin_numeric(v: Any) -> bytes:

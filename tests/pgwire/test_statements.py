@@ -54,6 +54,10 @@ SCRIPT: list[tuple[str, list[Any] | None]] = [
     ("SELECT $$a;b$$", None),
     ("SELECT E'it\\'s; x'", None),
     ("SELECT 'version()', 'a -- b', 'c /* d */'", None),
+    (
+        "SELECT INTERVAL '1 day 14 months 90 minutes', INTERVAL '-1 second', INTERVAL '0 seconds'",
+        None,
+    ),
     (f"PREPARE ins AS INSERT INTO {T} VALUES ($1, $2)", None),
     ("EXECUTE ins(5, 'e')", None),
     (f"PREPARE sel AS SELECT id FROM {T} WHERE id = $1", None),
