@@ -9,7 +9,6 @@ it, calling the ``sem_*`` UDFs batch by batch.
 
 from __future__ import annotations
 
-import importlib
 import logging
 import re
 import warnings
@@ -20,8 +19,11 @@ import duckdb
 
 from duckdb_sem.config import Settings
 from duckdb_sem.errors import PlanError, QueryCancelledError
+from duckdb_sem.explain import explain_semantic
 from duckdb_sem.relation import SemRelation
 from duckdb_sem.runtime.context import Progress, QueryStats
+from duckdb_sem.runtime.entry import run_query, written_plan
+from duckdb_sem.runtime.progress import QueryProgress, RuntimeOptions
 from duckdb_sem.sources import SourceRegistry
 from duckdb_sem.surface.bind import BoundQuery, bind_sql
 from duckdb_sem.surface.params import inline_params
@@ -49,8 +51,8 @@ class SemConnection:
         #: plan semantic SELECTs with the optimizer (False: always the UDF path, as written)
         self.optimize = optimize
         self.on_progress: Callable[[Progress], None] | None = None
-        #: how planned queries run: the adaptive SEU loop, or a baseline (``RuntimeOptions``)
-        self.runtime: Any = None
+        #: how planned queries run: the adaptive SEU loop, or a baseline (None: from settings)
+        self.runtime: RuntimeOptions | None = None
         self._result_view: str | None = None
         self._sources = SourceRegistry(self)  # caller-scope DataFrames, table functions
 
@@ -151,13 +153,11 @@ class SemConnection:
         a ``runtime.QueryProgress`` (batches done, rows out, estimated remaining cost)."""
         run = self.session.query.run
         if run is None:
-            return importlib.import_module("duckdb_sem.runtime").QueryProgress()
+            return QueryProgress()
         return run.progress()  # type: ignore[attr-defined]
 
     def explain_semantic(self, query: str, *, analyze: bool = False) -> str:
         """``EXPLAIN [ANALYZE] SEMANTIC query`` as text (see :mod:`duckdb_sem.explain`)."""
-        from duckdb_sem.explain import explain_semantic  # loads the optimizer only when asked
-
         return explain_semantic(self, query, analyze=analyze)
 
     def interrupt(self) -> None:
@@ -206,9 +206,8 @@ class SemConnection:
                 log.debug("UDF path for this query: its parameters cannot be inlined")
                 return None
         assert sql is not None
-        runtime = importlib.import_module("duckdb_sem.runtime")
         try:
-            runtime.written_plan(self, sql)
+            written_plan(self, sql)
         except PlanError as err:
             log.debug("UDF path for this query: %s", err)
             return None
@@ -217,8 +216,7 @@ class SemConnection:
     def _stream_planned(self, sql: str) -> Any:
         """Run a planned query: a new query context, its rows as an Arrow stream, SEU by SEU."""
         query = self.session.new_query(on_progress=self.on_progress)
-        runtime = importlib.import_module("duckdb_sem.runtime")
-        return runtime.run_query(self, sql, self.session.engine, query, options=self.runtime)
+        return run_query(self, sql, self.session.engine, query, options=self.runtime)
 
     def _show(self, table: Any) -> None:
         """Make ``table`` the pending result, so fetch*/description/arrow work as after execute."""

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from sqlglot import exp
 
 from duckdb_sem.errors import AmbiguousColumnError, BindError, UnknownColumnError
-from duckdb_sem.surface.template import parse_template
+from duckdb_sem.llm.template import parse_template
 
 __all__ = ["Chain", "ChainSource", "quote_name"]
 

@@ -18,7 +18,6 @@ returned, or until the next ``execute``); they are dropped at the start of a lat
 
 from __future__ import annotations
 
-import importlib
 import itertools
 import re
 import sys
@@ -33,7 +32,9 @@ import sqlglot
 from sqlglot import exp
 
 from duckdb_sem.errors import BindError, SemError
+from duckdb_sem.optimizer import plan_query
 from duckdb_sem.runtime import table_sources as ts
+from duckdb_sem.runtime.execute_plan import execute_plan
 from duckdb_sem.surface.table_functions import TableCall, bind_fields, rewrite_table_functions
 
 if TYPE_CHECKING:
@@ -232,11 +233,9 @@ class SourceRegistry:
                 f"SELECT {items} FROM __sem_left AS l CROSS JOIN __sem_right AS r "
                 f"WHERE sem_join({literal}, {args})"
             )
-            optimizer = importlib.import_module("duckdb_sem.optimizer")
-            runtime = importlib.import_module("duckdb_sem.runtime.execute_plan")
-            plan = optimizer.plan_query(cursor, sql)
+            plan = plan_query(cursor, sql)
             batch = self._owner.settings.batch_size
-            result = runtime.execute_plan(cursor, plan, self._owner.session.engine, query(),
+            result = execute_plan(cursor, plan, self._owner.session.engine, query(),
                                           batch_size=max(batch, 1))  # fmt: skip
             yield from result.to_batches(max_chunksize=max(batch, 1))
         finally:

@@ -34,9 +34,9 @@ from duckdb_sem.backends.base import Backend
 from duckdb_sem.llm.prompts import build_request
 from duckdb_sem.llm.render import render_column
 from duckdb_sem.llm.request import LLMRequest, OperatorKind
+from duckdb_sem.llm.template import parse_template
 from duckdb_sem.optimizer.cost import Statistics, operator_signature
 from duckdb_sem.plan.nodes import Node, Scan, SemCall, SemFilter, SemJoin, SemMap, quote
-from duckdb_sem.surface.template import parse_template
 
 __all__ = ["ProfileResult", "Profiler", "TokenCounter", "semantic_calls"]
 

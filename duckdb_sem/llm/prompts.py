@@ -68,7 +68,7 @@ DECIDE_EXAMPLES: tuple[tuple[str, bool], ...] = (
 
 
 class _Template(Protocol):
-    """A parsed template (``surface.template.Template`` or ``RowTemplate``)."""
+    """A parsed template (``llm.template.Template`` or ``RowTemplate``)."""
 
     @property
     def pieces(self) -> Sequence[str]: ...

@@ -17,9 +17,9 @@ from sqlglot import exp
 
 from duckdb_sem.errors import BindError, PlanError
 from duckdb_sem.llm.request import OperatorKind
+from duckdb_sem.llm.template import parse_template
 from duckdb_sem.plan import nodes as n
 from duckdb_sem.plan.scope import Scope
-from duckdb_sem.surface.template import parse_template
 
 __all__ = ["SEMANTIC", "is_semantic", "sem_call"]
 

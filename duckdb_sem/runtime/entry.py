@@ -9,7 +9,6 @@ out SEU by SEU and memory stays bounded by a few batches.
 
 from __future__ import annotations
 
-import importlib
 import threading
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -20,10 +19,11 @@ import pyarrow as pa
 
 from duckdb_sem.backends.base import Backend
 from duckdb_sem.backends.registry import create_backend
-from duckdb_sem.backends.sim.oracles import estimate_tokens
+from duckdb_sem.backends.tokens import estimate_tokens
 from duckdb_sem.estimator.accuracy import AccuracyReport, BatchRecord
 from duckdb_sem.estimator.profile import Profiler, TokenCounter
 from duckdb_sem.estimator.stats import StatsStore
+from duckdb_sem.optimizer import optimize
 from duckdb_sem.optimizer.choose import Choice, plan_key
 from duckdb_sem.optimizer.cost import Statistics
 from duckdb_sem.plan.build import build_plan
@@ -89,7 +89,6 @@ def written_plan(con: Any, sql: str) -> Node:
 
 
 def prepare(con: Any, sql: str, engine: Any, options: RuntimeOptions) -> Prepared:
-    optimizer = importlib.import_module("duckdb_sem.optimizer")
     raw = getattr(con, "duckdb", con)
     written = written_plan(raw, sql)
     target = target_backend(engine)
@@ -97,7 +96,7 @@ def prepare(con: Any, sql: str, engine: Any, options: RuntimeOptions) -> Prepare
     profiler = Profiler(counter, options.estimator, sample_rows=options.sample_rows,
                         seed=options.seed)  # fmt: skip
     profile = profiler.profile_plan(raw, written)
-    choice, model = optimizer.optimize(raw, sql, stats=profile.stats)
+    choice, model = optimize(raw, sql, stats=profile.stats)
     store = StatsStore()
     store.seed(profile.stats)
     return Prepared(written, choice, dict(model.table_rows), profiler, store, profile.seconds,

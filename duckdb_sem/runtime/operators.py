@@ -23,9 +23,9 @@ from duckdb_sem.llm.outputs import parse_type
 from duckdb_sem.llm.prompts import build_request
 from duckdb_sem.llm.render import render_column, render_lists
 from duckdb_sem.llm.request import Completion, LLMRequest, OperatorKind
+from duckdb_sem.llm.template import Template, parse_template
 from duckdb_sem.runtime.context import Progress, QueryContext
 from duckdb_sem.scheduler.seu import SEU, SchedulerClient, Served, SEUResult
-from duckdb_sem.surface.template import Template, parse_template
 
 __all__ = ["AGG_CHUNK_CHARS", "SemEngine"]
 

@@ -26,9 +26,9 @@ from duckdb_sem.llm.outputs import TypeSpec
 from duckdb_sem.llm.prompts import build_request
 from duckdb_sem.llm.render import render_column
 from duckdb_sem.llm.request import Completion, LLMRequest, OperatorKind
+from duckdb_sem.llm.template import parse_template
 from duckdb_sem.runtime.context import QueryContext
 from duckdb_sem.runtime.operators import SemEngine
-from duckdb_sem.surface.template import parse_template
 
 __all__ = [
     "LazyArrowSource",

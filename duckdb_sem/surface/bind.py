@@ -24,7 +24,7 @@ from sqlglot import exp
 
 from duckdb_sem.errors import AmbiguousColumnError, BindError, TemplateError, UnknownColumnError
 from duckdb_sem.llm.outputs import TypeSpec, parse_type
-from duckdb_sem.surface.template import Template, parse_template
+from duckdb_sem.llm.template import Template, parse_template
 
 __all__ = ["SEM_FUNCTIONS", "BoundQuery", "bind_sql", "has_semantic_call", "typed_map_function"]
 

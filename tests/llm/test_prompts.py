@@ -6,7 +6,7 @@ import pytest
 
 from duckdb_sem.llm.prompts import build_request, closed_answers, scale_in
 from duckdb_sem.llm.request import OperatorKind, OutputSpec, RowTemplate, Task
-from duckdb_sem.surface.template import parse_template
+from duckdb_sem.llm.template import parse_template
 
 
 def test_template_travels_and_changes_the_signature() -> None:

@@ -3,7 +3,7 @@ from __future__ import annotations
 import pytest
 
 from duckdb_sem.errors import TemplateError
-from duckdb_sem.surface.template import parse_template
+from duckdb_sem.llm.template import parse_template
 
 
 def test_fields_and_positional_rendering() -> None:

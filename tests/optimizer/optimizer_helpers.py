@@ -12,10 +12,10 @@ from duckdb_sem.errors import PlanError
 from duckdb_sem.llm.outputs import parse_type
 from duckdb_sem.llm.prompts import build_request
 from duckdb_sem.llm.request import OperatorKind
+from duckdb_sem.llm.template import parse_template
 from duckdb_sem.optimizer.enumerate import place_filters, split_plan
 from duckdb_sem.optimizer.rules import commutes, join_side
 from duckdb_sem.plan.nodes import Join, Node, SemJoin
-from duckdb_sem.surface.template import parse_template
 
 
 class RuleEvaluator:
