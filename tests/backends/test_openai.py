@@ -122,9 +122,11 @@ def _free_port() -> int:
 
 
 def test_server_down_gives_clear_error() -> None:
-    port = _free_port()
-    with pytest.raises(BackendUnavailableError, match=f"cannot reach http://127.0.0.1:{port}/v1"):
-        create_backend(f"openai:http://127.0.0.1:{port}/v1?model=x")
+    with socket.socket() as sock:  # bound but not listening: connections are refused
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+        with pytest.raises(BackendUnavailableError, match=f"cannot reach http://127.0.0.1:{port}"):
+            create_backend(f"openai:http://127.0.0.1:{port}/v1?model=x")
     with pytest.raises(ConfigError, match="openai:http://HOST:PORT"):
         create_backend("openai:localhost:8000")
 

@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-import socket
+import re
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 
 import httpx
@@ -77,29 +76,19 @@ def test_wrong_model_name_is_a_clear_error(server: SimServer) -> None:
         create_backend(f"openai:{server.base_url}?model=Qwen3-32B")
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
 @pytest.mark.integration
 def test_cli_sim_server_process() -> None:
-    port = _free_port()
+    """Port 0: the server binds a free port itself and reports it (no pick-then-bind race)."""
     code = "from duckdb_sem.cli.main import main; main()"
     cmd = [sys.executable, "-c", code, "sim-server", "--profile", "tiny", "--listen",
-           f"127.0.0.1:{port}", "--selectivity", "1.0"]  # fmt: skip
-    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+           "127.0.0.1:0", "--selectivity", "1.0"]  # fmt: skip
+    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     try:
-        url = f"http://127.0.0.1:{port}/v1"
-        deadline = time.monotonic() + 30
-        while True:
-            assert proc.poll() is None and time.monotonic() < deadline, "sim-server did not start"
-            try:
-                httpx.get(url + "/models", timeout=1)
-                break
-            except httpx.TransportError:
-                time.sleep(0.1)
+        assert proc.stderr is not None
+        line = proc.stderr.readline()  # "SIMULATED server on http://127.0.0.1:PORT/v1 — ..."
+        found = re.search(r"(http://127\.0\.0\.1:(\d+)/v1)", line)
+        assert found and found.group(2) != "0", f"sim-server did not report its port: {line!r}"
+        url = found.group(1)
         backend = create_backend(f"openai:{url}")
         out = backend.complete([build_request(OperatorKind.FILTER, "anything")])
         assert out[0].value is True

@@ -122,5 +122,7 @@ def test_cancel_stops_llm_work_within_one_seu(tmp_path: Path) -> None:
         elapsed = time.monotonic() - started
         assert not worker.is_alive()
         assert errors and isinstance(errors[0], psycopg.errors.QueryCanceled)
-        assert elapsed < 1.0, f"cancel took {elapsed:.2f}s, more than one SEU"
+        # the whole query takes ~10 s: a generous bound (a shared 2-core machine) that still
+        # fails when the cancel waits for the query instead of stopping at the next SEU
+        assert elapsed < 5.0, f"cancel took {elapsed:.2f}s"
         assert conn.execute("SELECT count(*) FROM reviews").fetchone() == (4,)
