@@ -196,8 +196,10 @@ class LlamaBackend(Backend):
         return [self._sequence_logprob(tokens, v) for v in spellings], len(tokens)
 
     def _spellings(self, label: str) -> list[list[int]]:
-        """Token sequences of a label's spellings (as written, lower case, capitalised)."""
-        variants = dict.fromkeys([label, label.lower(), label[:1].upper() + label[1:]])
+        """Token sequences of a label's spellings (as written, lower case, capitalised; each
+        also after a space, as a base model's ``A:`` is followed)."""
+        cased = [label, label.lower(), label[:1].upper() + label[1:]]
+        variants = dict.fromkeys(cased + [" " + c for c in cased])
         return [tokenize(self._model, v, special=False) or [0] for v in variants]
 
     def _sequence_logprob(self, prompt: list[int], variants: list[list[int]]) -> float:

@@ -24,6 +24,7 @@ from duckdb_sem.errors import BackendUnavailableError
 
 __all__ = [
     "DEFAULT_MODEL_FILE",
+    "PLAIN_TEMPLATE",
     "LoadedModel",
     "default_model_path",
     "default_threads",
@@ -34,6 +35,13 @@ log = logging.getLogger(__name__)
 
 DEFAULT_MODEL_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
 _YES = ("yes", "Yes", " yes", " Yes", "YES")
+#: The prompt layout of a base model (no chat template in its GGUF, e.g. gemma-3-270m):
+#: completion style, the instruction first, then ``Q: ... A: ...`` turns.
+PLAIN_TEMPLATE = (
+    "{% for m in messages %}{% if m.role == 'system' %}{{ m.content }}\n\n"
+    "{% elif m.role == 'user' %}Q: {{ m.content }}\nA:"
+    "{% else %} {{ m.content }}\n\n{% endif %}{% endfor %}"
+)
 _NO = ("no", "No", " no", " No", "NO")
 
 
@@ -111,11 +119,8 @@ def _open(path: Path, n_ctx: int, threads: int) -> LoadedModel:
             f"llama backend: cannot load {str(path)!r} as a GGUF model ({err}); "
             "check that the file is a complete GGUF model"
         ) from None
-    template = llama.metadata.get("tokenizer.chat_template")
-    if not template:
-        raise BackendUnavailableError(
-            f"llama backend: {path.name} has no chat template; use an instruction-tuned GGUF"
-        )
+    own = llama.metadata.get("tokenizer.chat_template")
+    template = own or PLAIN_TEMPLATE
 
     def single(variants: Sequence[str]) -> tuple[int, ...]:
         ids = [llama.tokenize(v.encode(), add_bos=False, special=False) for v in variants]
@@ -125,6 +130,8 @@ def _open(path: Path, n_ctx: int, threads: int) -> LoadedModel:
     eos_text = llama.detokenize([eos], special=True).decode("utf-8", "replace")
     bos_text = llama.detokenize([llama.token_bos()], special=True).decode("utf-8", "replace")
     stop = {eos, llama._model.token_eot()} - {-1}
+    if not own:  # a base model would go on with the next question
+        stop |= {t for nl in ("\n", "\n\n") for t in single((nl,))}
     log.info("loaded %s (n_ctx=%d, threads=%d)", path.name, n_ctx, threads)
     return LoadedModel(
         llama=llama,
