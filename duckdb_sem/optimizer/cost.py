@@ -146,6 +146,12 @@ class CostModel:
             return table["VARCHAR"]
         return table["NUMBER"]
 
+    def request_cost(self, prompt_tokens: float, output_type: str | None) -> float:
+        """Token-equivalents of one request with ``prompt_tokens`` (``output_type`` None: a
+        yes/no decision): the unit of every remaining cost the scheduler compares."""
+        completion = self._completion(output_type or "BOOLEAN")
+        return prompt_tokens + self.defaults.completion_weight * completion
+
     def row_cost(self, call: SemCall) -> float:
         s = self.call_stats(call)
         return (

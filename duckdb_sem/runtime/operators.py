@@ -18,12 +18,14 @@ from typing import Any
 
 import pyarrow as pa
 
+from duckdb_sem.backends.tokens import estimate_tokens
 from duckdb_sem.errors import QueryCancelledError, TemplateError
 from duckdb_sem.llm.outputs import parse_type
 from duckdb_sem.llm.prompts import build_request
 from duckdb_sem.llm.render import render_column, render_lists
-from duckdb_sem.llm.request import Completion, LLMRequest, OperatorKind
+from duckdb_sem.llm.request import Completion, LLMRequest, OperatorKind, Task
 from duckdb_sem.llm.template import Template, parse_template
+from duckdb_sem.optimizer.cost import CostModel
 from duckdb_sem.runtime.context import Progress, QueryContext
 from duckdb_sem.scheduler.seu import SEU, SchedulerClient, Served, SEUResult
 
@@ -108,10 +110,15 @@ class SemEngine:
         asked = sum(1 for s in sigs if s is not None)
         query.add(rows=asked, deduplicated=asked - len(todo))
         items = list(todo.items())
+        # what is left, in the cost model's token-equivalents (the unit of the planned
+        # queries' estimates too), so SRTF compares UDF and planned queries on one scale
+        left = [0.0] * (len(items) + 1)
+        for i in range(len(items) - 1, -1, -1):
+            left[i] = left[i + 1] + _request_cost(items[i][1])
         done = 0
         for start in range(0, len(items), self.batch_size):
             chunk = items[start : start + self.batch_size]
-            remaining = float(sum(len(r.row) for _, r in items[start:])) / 4.0
+            remaining = left[start]
             if query.remaining_cost is not None:  # the estimator's figure, when planned
                 remaining = max(query.remaining_cost, remaining)
             seu = SEU(
@@ -235,3 +242,12 @@ def _chunk_records(columns: list[list[str]]) -> list[list[list[str]]]:
 
 def _numbered(values: list[str]) -> str:
     return "\n" + "\n".join(f"{i}. {v}" for i, v in enumerate(values, 1)) + "\n"
+
+
+_COSTS = CostModel()
+
+
+def _request_cost(request: LLMRequest) -> float:
+    prompt = estimate_tokens(request.prefix) + estimate_tokens(request.row)
+    output = None if request.output.task is Task.DECIDE else request.output.sql_type
+    return _COSTS.request_cost(prompt, output)
