@@ -5,12 +5,20 @@
 returns a future at once and waits on a small thread pool. Connection failures become
 :class:`~duckdb_sem.errors.SidecarError` with the URL and how to fix it; errors raised in the
 sidecar come back as the same class of the error tree.
+
+An SEU may wait long in a busy sidecar's queue, so its POST has no read timeout; instead, while
+SEUs are in flight, a watchdog asks ``/v1/health`` (answered by its own server thread, busy or
+not) every ``liveness_s / 3`` seconds. A sidecar that answers none of them for ``liveness_s``
+(default :data:`LIVENESS_S`, 6 s; a stopped, hung or unplugged process) fails every waiting SEU
+with a :class:`~duckdb_sem.errors.SidecarError` that says so. ``cancel`` is sent in the
+background, so ``con.interrupt()`` returns at once even when the sidecar does not answer.
 """
 
 from __future__ import annotations
 
 import json
 import logging
+import threading
 import time
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -21,7 +29,10 @@ from duckdb_sem.errors import SidecarError
 from duckdb_sem.scheduler.protocol import decode_error, decode_result, encode_seu
 from duckdb_sem.scheduler.seu import SEU, SEUResult
 
-__all__ = ["SidecarClient"]
+__all__ = ["LIVENESS_S", "SidecarClient"]
+
+#: seconds a sidecar may go without answering a health check while SEUs wait on it
+LIVENESS_S = 6.0
 
 log = logging.getLogger(__name__)
 
@@ -37,8 +48,16 @@ _HINT = (
 class SidecarClient:
     """Thread-safe; one per process and URL is enough (``scheduler_for`` shares it)."""
 
-    def __init__(self, url: str, *, connect_timeout: float = 5.0, workers: int = 64) -> None:
+    def __init__(
+        self,
+        url: str,
+        *,
+        connect_timeout: float = 5.0,
+        workers: int = 64,
+        liveness_s: float = LIVENESS_S,
+    ) -> None:
         self.url = url
+        self.liveness_s = liveness_s
         transport: httpx.HTTPTransport | None = None
         base = url.rstrip("/")
         if url.startswith("unix:"):
@@ -55,6 +74,11 @@ class SidecarClient:
             timeout=httpx.Timeout(None, connect=connect_timeout),
         )
         self._pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="sem-sidecar")
+        self._lock = threading.Lock()
+        self._waiting: set[Future[SEUResult]] = set()
+        self._wake = threading.Event()
+        self._closed = False
+        self._watchdog: threading.Thread | None = None
         health = self._get("/v1/health")
         self.backend_id: str = str(health["backend_id"])
         self.policy: str = str(health.get("policy", ""))
@@ -92,7 +116,81 @@ class SidecarClient:
 
     def submit(self, seu: SEU) -> Future[SEUResult]:
         body = encode_seu(seu)
-        return self._pool.submit(self._post_seu, body)
+        future: Future[SEUResult] = Future()
+        with self._lock:
+            self._waiting.add(future)
+            if self._watchdog is None:
+                self._watchdog = threading.Thread(
+                    target=self._watch, name="sem-sidecar-watchdog", daemon=True
+                )
+                self._watchdog.start()
+        self._wake.set()
+        self._pool.submit(self._answer, future, body)
+        return future
+
+    def _answer(self, future: Future[SEUResult], body: bytes) -> None:
+        try:
+            result = self._post_seu(body)
+        except BaseException as err:  # noqa: BLE001 - every failure goes to the future
+            self._settle(future, error=err)
+        else:
+            self._settle(future, result=result)
+
+    def _settle(
+        self,
+        future: Future[SEUResult],
+        *,
+        result: SEUResult | None = None,
+        error: BaseException | None = None,
+    ) -> None:
+        with self._lock:
+            if future not in self._waiting:
+                return  # already failed by the watchdog
+            self._waiting.discard(future)
+        if error is not None:
+            future.set_exception(error)
+        else:
+            assert result is not None
+            future.set_result(result)
+
+    def _watch(self) -> None:
+        """Fail the waiting SEUs when the sidecar stops answering health checks."""
+        period = self.liveness_s / 3
+        last_answer = time.monotonic()
+        while not self._closed:
+            with self._lock:
+                idle = not self._waiting
+            if idle:
+                self._wake.clear()
+                self._wake.wait(timeout=period)
+                last_answer = time.monotonic()
+                continue
+            probed = time.monotonic()
+            try:
+                self._http.get("/v1/health", timeout=period)
+            except httpx.HTTPError:
+                silent = time.monotonic() - last_answer
+                if silent >= self.liveness_s:
+                    self._fail_waiting(silent)
+                    last_answer = time.monotonic()
+                # a refused connect fails at once: wait out the period before the next probe
+                time.sleep(max(0.0, period - (time.monotonic() - probed)))
+                continue
+            last_answer = time.monotonic()
+            self._wake.clear()
+            self._wake.wait(timeout=period)  # set by close(): stop at once
+
+    def _fail_waiting(self, silent: float) -> None:
+        with self._lock:
+            stuck, self._waiting = list(self._waiting), set()
+        error = SidecarError(
+            f"the scheduler sidecar at {self.url} stopped answering (no health reply in "
+            f"{silent:.0f} s; the process may be stopped or hung); {len(stuck)} waiting SEU(s) "
+            "failed. Restart it (duckdb-sem serve), or unset DUCKDB_SEM_SCHEDULER to schedule "
+            "in process"
+        )
+        for future in stuck:
+            future.set_exception(error)
 
     def _post_seu(self, body: bytes) -> SEUResult:
         try:
@@ -118,11 +216,16 @@ class SidecarClient:
             log.warning("scheduler sidecar: %s", decode_error(json.loads(response.content)))
 
     def cancel(self, query_id: str) -> None:
-        self._post("/v1/cancel", query_id)
+        """Send the cancel in the background: the caller (``interrupt()``) never waits on it."""
+        threading.Thread(
+            target=self._post, args=("/v1/cancel", query_id), name="sem-sidecar-cancel", daemon=True
+        ).start()
 
     def finish_query(self, query_id: str) -> None:
         self._post("/v1/finish", query_id)
 
     def close(self) -> None:
+        self._closed = True
+        self._wake.set()
         self._pool.shutdown(wait=False, cancel_futures=True)
         self._http.close()
