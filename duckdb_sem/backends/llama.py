@@ -31,6 +31,7 @@ from __future__ import annotations
 import json
 import logging
 import math
+import threading
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -94,6 +95,10 @@ class LlamaBackend(Backend):
         # (task, prefix, template) -> content-free margin (decisions) or label log-probabilities
         self._calibration: dict[tuple[object, ...], Any] = {}
         self._grammars: dict[str, Any] = {}  # sql type -> LlamaGrammar
+        # id() of the requests being answered, and of those among them to skip (abort)
+        self._inflight: set[int] = set()
+        self._aborted: set[int] = set()
+        self._abort_lock = threading.Lock()
         # (prefix, lead, few-shot?) -> tokens shared by all its rows
         self._shared: dict[tuple[str, str, bool], list[int]] = {}
         self.answers = llama_answers(path, n_ctx=n_ctx, calibration=_CALIBRATION)
@@ -109,16 +114,29 @@ class LlamaBackend(Backend):
         # Same-prefix requests back to back keep the prefix's KV cache warm.
         order = sorted(range(len(requests)), key=lambda i: (_cache_key(requests[i]), i))
         out: dict[int, Completion] = {}
+        with self._abort_lock:
+            self._inflight.update(id(r) for r in requests)
         with self._model.lock:
             for i in order:
                 request = requests[i]
-                if request.output.task is Task.DECIDE:
+                if id(request) in self._aborted:  # cancelled: stop between rows
+                    out[i] = Completion(None, "", 0, 0, error="aborted")
+                elif request.output.task is Task.DECIDE:
                     out[i] = self._decide(request)
                 elif request.output.task is Task.CLASSIFY:
                     out[i] = self._classify(request)
                 else:
                     out[i] = self._generate_with_retries(request)
+        with self._abort_lock:
+            done = {id(r) for r in requests}
+            self._inflight -= done
+            self._aborted -= done
         return [out[i] for i in range(len(requests))]
+
+    def abort(self, requests: Sequence[LLMRequest]) -> None:
+        """Rows of ``requests`` not yet evaluated are answered ``aborted`` (between rows)."""
+        with self._abort_lock:
+            self._aborted |= {id(r) for r in requests} & self._inflight
 
     def close(self) -> None:
         """Models are shared per process; dropping this backend keeps the model loaded."""

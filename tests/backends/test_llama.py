@@ -19,7 +19,7 @@ from duckdb_sem.backends.registry import create_backend
 from duckdb_sem.data import dataset_path
 from duckdb_sem.errors import BackendUnavailableError
 from duckdb_sem.llm.prompts import build_request
-from duckdb_sem.llm.request import OperatorKind
+from duckdb_sem.llm.request import Completion, LLMRequest, OperatorKind
 
 pytestmark = pytest.mark.model
 
@@ -121,3 +121,23 @@ def test_unloadable_file_is_unavailable(tmp_path: pytest.TempPathFactory) -> Non
     bogus.write_bytes(b"not a gguf file")
     with pytest.raises(BackendUnavailableError, match="cannot load"):
         create_backend(f"llama:{bogus}")
+
+
+def test_abort_stops_between_rows(backend: LlamaBackend) -> None:
+    requests = [build_request(OperatorKind.FILTER, f"Is {i} an even number?") for i in range(3)]
+    backend.abort(requests)  # not being answered: ignored
+    original = backend._decide
+
+    def first_then_abort(request: LLMRequest) -> Completion:
+        backend.abort(requests[1:])  # arrives while the first row is evaluated
+        return original(request)
+
+    backend._decide = first_then_abort  # type: ignore[method-assign]
+    try:
+        out = backend.complete(requests)
+    finally:
+        del backend._decide
+    assert out[0].error is None and isinstance(out[0].value, bool)
+    assert [c.error for c in out[1:]] == ["aborted", "aborted"]
+    again = backend.complete(requests[1:])  # an abort applies to that batch only
+    assert all(c.error is None for c in again)
