@@ -25,7 +25,7 @@ from _results import RESULTS
 
 import duckdb_sem
 from duckdb_sem.backends.sim import HashOracle, SimBackend
-from duckdb_sem.runtime import RuntimeOptions, run_query
+from duckdb_sem.runtime import RuntimeOptions
 
 
 def rss_mib() -> float:
@@ -38,11 +38,10 @@ def one(rows_total: int, batch_rows: int) -> dict[str, float]:
     con.execute(f"CREATE TABLE big AS SELECT i AS id, 'review number ' || i || ' of a film' AS text "
                 f"FROM range({rows_total}) t(i)")  # fmt: skip
     table_mib = con.sql("SELECT sum(strlen(text)) + 8 * count(*) FROM big").fetchall()[0][0] / 2**20
-    bound = con._prepare(SQL)  # bind {text} as the connection does
-    options = RuntimeOptions(mode="static", batch_rows=batch_rows, adapt_batch=False)
+    con.runtime = RuntimeOptions(mode="static", batch_rows=batch_rows, adapt_batch=False)
     rss_before = rss_mib()
     started = time.perf_counter()
-    reader = run_query(con, bound.sql, con.session.engine, con.session.query, options=options)
+    reader = con.sql(SQL).to_arrow_reader()  # the public road: lazy, runs SEU by SEU as read
     rows = batches = 0
     peak_arrow = pa.total_allocated_bytes()
     for batch in reader:
