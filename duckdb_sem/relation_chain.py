@@ -18,16 +18,12 @@ from dataclasses import dataclass
 from sqlglot import exp
 
 from duckdb_sem.errors import AmbiguousColumnError, BindError, UnknownColumnError
+from duckdb_sem.identifiers import quote_identifier as quote_name
 from duckdb_sem.llm.template import parse_template
 
 __all__ = ["Chain", "ChainSource", "quote_name"]
 
 _SIDES = {"l": 0, "left": 0, "r": 1, "right": 1}
-
-
-def quote_name(name: str) -> str:
-    """The name as a quoted SQL identifier (inner quotes doubled)."""
-    return '"' + name.replace('"', '""') + '"'
 
 
 @dataclass(frozen=True)

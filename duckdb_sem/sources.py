@@ -32,6 +32,7 @@ import sqlglot
 from sqlglot import exp
 
 from duckdb_sem.errors import BindError, SemError
+from duckdb_sem.identifiers import quote_identifier as _q
 from duckdb_sem.optimizer import plan_query
 from duckdb_sem.runtime import table_sources as ts
 from duckdb_sem.runtime.execute_plan import execute_plan
@@ -246,10 +247,6 @@ def _defer(pending: list[tuple[list[str], int]], names: list[str], serial: int) 
     # Runs at garbage collection, maybe inside a DuckDB scan: only note; the next statement
     # unregisters.
     pending.append((names, serial))
-
-
-def _q(name: str) -> str:
-    return '"' + name.replace('"', '""') + '"'
 
 
 def _table_names(sql: str) -> set[str] | None:

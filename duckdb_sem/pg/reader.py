@@ -16,6 +16,8 @@ import psycopg
 import pyarrow as pa
 import pyarrow.csv as pacsv
 
+from duckdb_sem.identifiers import quote_identifier
+
 __all__ = ["PgColumn", "arrow_type", "copy_sql", "read_query"]
 
 _BLOCK = 1 << 20
@@ -29,7 +31,7 @@ class PgColumn:
     @property
     def select_expr(self) -> str:
         """How the column is selected for COPY (text for types Arrow cannot parse as is)."""
-        quoted = '"' + self.name.replace('"', '""') + '"'
+        quoted = quote_identifier(self.name)
         kind = self.pg_type.split("(")[0]
         if kind == "timestamp with time zone":
             return f"({quoted} AT TIME ZONE 'UTC') AS {quoted}"

@@ -29,6 +29,8 @@ import sqlglot
 from sqlglot import exp
 
 from duckdb_sem.errors import BackendUnavailableError, ConfigError
+from duckdb_sem.identifiers import quote_identifier as _ident
+from duckdb_sem.identifiers import quote_qualified
 from duckdb_sem.pg.pushdown import scan_needs
 from duckdb_sem.pg.reader import PgColumn, arrow_type, read_query
 
@@ -68,11 +70,7 @@ class PgTable:
 
     @property
     def sql(self) -> str:
-        return ".".join('"' + p.replace('"', '""') + '"' for p in (self.schema, self.name))
-
-
-def _ident(name: str) -> str:
-    return '"' + name.replace('"', '""') + '"'
+        return quote_qualified(self.schema, self.name)
 
 
 def _duck_type(pg_type: str) -> str:

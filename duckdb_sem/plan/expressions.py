@@ -13,14 +13,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from duckdb_sem.errors import PlanError
+from duckdb_sem.identifiers import quote_identifier as quote
 from duckdb_sem.llm.request import OperatorKind
 
 __all__ = ["Predicate", "ProjectItem", "SemCall", "quote"]
-
-
-def quote(attr: str) -> str:
-    """The SQL identifier of an attribute: ``r.text`` -> ``"r.text"``."""
-    return '"' + attr.replace('"', '""') + '"'
 
 
 @dataclass(frozen=True)
