@@ -17,11 +17,10 @@ decoded under a grammar built from a JSON schema of the SQL type (:func:`json_sc
 from __future__ import annotations
 
 import logging
-from typing import Any
 
 from duckdb_sem.backends.llama_model import LoadedModel
 from duckdb_sem.errors import ConfigError
-from duckdb_sem.llm.outputs import TypeSpec
+from duckdb_sem.llm.outputs import json_schema
 from duckdb_sem.llm.prompts import DECIDE_EXAMPLES
 
 __all__ = [
@@ -100,24 +99,3 @@ def tokenize(model: LoadedModel, text: str, *, special: bool) -> list[int]:
         text.encode("utf-8", "replace"), add_bos=False, special=special
     )
     return tokens
-
-
-def json_schema(spec: TypeSpec) -> dict[str, Any]:
-    """A JSON schema that only admits values ``spec.parse`` accepts (for grammar decoding)."""
-    if spec.kind == "list":
-        ((_, child),) = spec.children
-        return {"type": "array", "items": json_schema(child)}
-    if spec.kind == "struct":
-        return {
-            "type": "object",
-            "properties": {name: json_schema(child) for name, child in spec.children},
-            "required": [name for name, _ in spec.children],
-            "additionalProperties": False,
-        }
-    return {
-        "VARCHAR": {"type": "string"},
-        "INTEGER": {"type": "integer"},
-        "BIGINT": {"type": "integer"},
-        "DOUBLE": {"type": "number"},
-        "BOOLEAN": {"type": "boolean"},
-    }[spec.sql]

@@ -74,9 +74,10 @@ __all__ = [
 
 logger = logging.getLogger(__name__)
 
-#: version of the chat layout :func:`.openai_wire.chat_body` sends (system prefix, user row);
-#: bump it when the layout changes, so cached answers of the old layout are not served
-WIRE_FORMAT = 1
+#: version of the chat layout :func:`.openai_wire.chat_body` sends (system prefix, user row,
+#: typed answers' JSON schema); bump it when the layout changes, so cached answers of the old
+#: layout are not served
+WIRE_FORMAT = 2
 
 OPTIONS = (
     SpecOption("model", "served model name (default: the server's only model)", True),
@@ -252,6 +253,8 @@ class OpenAIBackend(Backend):
             priority=priority if self.server_kind == "vllm" else 0,  # only vLLM schedules by it
             retry=self.retry,
             top_logprobs=self.top_logprobs,
+            # llama-cpp-python's server takes a schema only in its json_object form
+            schema_format="json_object" if self.server_kind == "llama.cpp" else "json_schema",
         )
         data = self._post("/chat/completions", body, stop=lambda: id(request) in self._aborted)
         return read_completion(request, data, threshold=self.threshold)

@@ -3,8 +3,10 @@
 A request is one chat completion: the shared prefix as the system message (first, so a server's
 prefix cache reuses it), the row as the user message (:func:`chat_body`). A decision asks for
 one token with ``top_logprobs`` and is read as the log-odds of the yes-tokens over the
-no-tokens (:func:`decide_from_logprobs`), so "Yes.", " yes" and "TRUE" all count; generated
-text is parsed into the requested SQL type (:func:`read_completion`). Transport failures, HTTP
+no-tokens (:func:`decide_from_logprobs`), so "Yes.", " yes" and "TRUE" all count. A typed
+answer sends the type's JSON schema as ``response_format`` (structured outputs, which vLLM,
+llama.cpp's server and the sim server honour; :func:`output_schema`) and is parsed from that
+JSON into the SQL type, or from text when a server ignored the schema (:func:`parse_answer`). Transport failures, HTTP
 408/429/5xx and unreadable answers become :class:`~duckdb_sem.backends.retry.Transient` for
 the retry loop (:func:`post_once`).
 
@@ -14,6 +16,7 @@ Example: top alternatives ``[("Yes", -0.1), (" yes", -2.5), ("No", -2.4)]`` give
 
 from __future__ import annotations
 
+import json
 import math
 import re
 from collections.abc import Sequence
@@ -25,10 +28,18 @@ from duckdb_sem.backends.base import RetryPolicy
 from duckdb_sem.backends.openai_server import check_status
 from duckdb_sem.backends.retry import RETRYABLE_STATUS, Transient
 from duckdb_sem.errors import BackendError, BackendTimeoutError, BackendUnavailableError
-from duckdb_sem.llm.outputs import OutputParseError, parse_type
+from duckdb_sem.llm.outputs import OutputParseError, json_schema, parse_type
 from duckdb_sem.llm.request import Completion, LLMRequest, Task
 
-__all__ = ["chat_body", "decide_from_logprobs", "post_once", "read_completion", "retry_after"]
+__all__ = [
+    "chat_body",
+    "decide_from_logprobs",
+    "output_schema",
+    "parse_answer",
+    "post_once",
+    "read_completion",
+    "retry_after",
+]
 
 _YES = {"yes", "y", "true"}
 _NO = {"no", "n", "false"}
@@ -64,8 +75,13 @@ def chat_body(
     priority: int,
     retry: RetryPolicy,
     top_logprobs: int,
+    schema_format: str = "json_schema",
 ) -> dict[str, Any]:
-    """The ``/chat/completions`` body of one try; a retry gets a new seed and temperature."""
+    """The ``/chat/completions`` body of one try; a retry gets a new seed and temperature.
+
+    A typed answer's schema goes in ``response_format`` as OpenAI and vLLM spell it
+    (``json_schema``), or as llama-cpp-python's server does (``json_object`` with ``schema``).
+    """
     params = request.params
     messages = [{"role": "user", "content": request.row}]
     if request.prefix:
@@ -81,7 +97,41 @@ def chat_body(
         body["priority"] = priority
     if request.output.task is Task.DECIDE:
         body.update(max_tokens=1, logprobs=True, top_logprobs=top_logprobs)
+    else:
+        schema = output_schema(request)
+        if schema is not None and schema_format == "json_object":
+            body["response_format"] = {"type": "json_object", "schema": schema}
+        elif schema is not None:
+            body["response_format"] = {
+                "type": "json_schema",
+                "json_schema": {"name": "answer", "schema": schema, "strict": True},
+            }
     return body
+
+
+def output_schema(request: LLMRequest) -> dict[str, Any] | None:
+    """The JSON schema a typed answer must match (structured outputs); None for free text."""
+    spec = parse_type(request.output.sql_type)
+    if spec.is_text and not request.output.labels:
+        return None
+    return json_schema(spec, request.output.labels)
+
+
+def parse_answer(request: LLMRequest, text: str) -> Any:
+    """An answer's value: JSON under the schema that was sent, else the type's text parser."""
+    spec = parse_type(request.output.sql_type)
+    value: Any = None
+    if output_schema(request) is not None:
+        try:
+            value = spec.coerce(json.loads(text))
+        except json.JSONDecodeError:
+            value = None  # a server that ignored the schema: parse the text as generated
+    if value is None:
+        value = spec.parse(text)
+    labels = request.output.labels
+    if labels and value not in {spec.parse(label) for label in labels}:
+        raise OutputParseError(f"{value!r} is not one of {', '.join(labels)}")
+    return value
 
 
 def read_completion(request: LLMRequest, data: Any, *, threshold: float) -> Completion:
@@ -101,7 +151,7 @@ def read_completion(request: LLMRequest, data: Any, *, threshold: float) -> Comp
             return Completion(None, text, *tokens, error=error)
         return Completion(score > threshold, text, *tokens, score=score)
     try:
-        return Completion(parse_type(request.output.sql_type).parse(text), text, *tokens)
+        return Completion(parse_answer(request, text), text, *tokens)
     except OutputParseError as err:
         return Completion(None, text, *tokens, error=str(err))
 

@@ -23,7 +23,14 @@ from sqlglot import exp
 
 from duckdb_sem.errors import OutputTypeError
 
-__all__ = ["SUPPORTED_TYPES", "OutputParseError", "TypeSpec", "parse_type"]
+__all__ = [
+    "SUPPORTED_TYPES",
+    "OutputParseError",
+    "TypeSpec",
+    "json_schema",
+    "parse_type",
+    "type_from_schema",
+]
 
 SUPPORTED_TYPES = (
     "VARCHAR",
@@ -181,3 +188,59 @@ def _load_json(text: str, opener: str) -> Any:
         return json.loads(text[start : end + 1])
     except json.JSONDecodeError as err:
         raise OutputParseError(f"invalid JSON ({err.msg}) in {text[:60]!r}") from None
+
+
+_SCHEMA_SCALARS = {
+    "VARCHAR": "string",
+    "INTEGER": "integer",
+    "BIGINT": "integer",
+    "DOUBLE": "number",
+    "BOOLEAN": "boolean",
+}
+
+
+def json_schema(spec: TypeSpec, labels: tuple[str, ...] = ()) -> dict[str, Any]:
+    """A JSON schema that only admits values ``spec.parse`` accepts (grammars, structured outputs).
+
+    With ``labels`` (a closed answer set) the schema is an enum of the labels' values.
+
+    Example:
+        >>> json_schema(parse_type("INTEGER[]"))
+        {'type': 'array', 'items': {'type': 'integer'}}
+    """
+    if labels:
+        return {"type": _SCHEMA_SCALARS.get(spec.sql, "string"),
+                "enum": [spec.parse(label) for label in labels]}  # fmt: skip
+    if spec.kind == "list":
+        ((_, child),) = spec.children
+        return {"type": "array", "items": json_schema(child)}
+    if spec.kind == "struct":
+        return {
+            "type": "object",
+            "properties": {name: json_schema(child) for name, child in spec.children},
+            "required": [name for name, _ in spec.children],
+            "additionalProperties": False,
+        }
+    return {"type": _SCHEMA_SCALARS[spec.sql]}
+
+
+def type_from_schema(schema: Any) -> str | None:
+    """The SQL type a :func:`json_schema` stands for (what a server is asked to produce), or
+    None for a schema no supported type makes."""
+    if not isinstance(schema, dict):
+        return None
+    kind = schema.get("type")
+    if kind == "array":
+        item = type_from_schema(schema.get("items"))
+        return None if item is None else f"{item}[]"
+    if kind == "object":
+        props = schema.get("properties")
+        if not isinstance(props, dict) or not props:
+            return None
+        fields = [(str(name), type_from_schema(sub)) for name, sub in props.items()]
+        if any(sql is None for _, sql in fields):
+            return None
+        return "STRUCT(" + ", ".join(f'"{name}" {sql}' for name, sql in fields) + ")"
+    return {"string": "VARCHAR", "integer": "BIGINT", "number": "DOUBLE", "boolean": "BOOLEAN"}.get(
+        str(kind)
+    )

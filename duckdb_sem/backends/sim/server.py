@@ -9,12 +9,14 @@ Every response says SIMULATED: the model id starts with ``SIMULATED-``, ``system
 and the ``X-Simulated`` header carry the profile. Chat requests map the system message to the
 shared prefix and the last user message to the row; a request with ``max_tokens=1`` and
 ``logprobs`` (or vLLM's ``guided_choice``) is a decision, answered with yes/no top
-log-probabilities. A stdlib ``ThreadingHTTPServer``: one thread per connection, all joining
+log-probabilities; a ``response_format`` JSON schema (structured outputs) sets the answer's
+type, and the answer is JSON of that type (one of the schema's ``enum`` when it has one). A stdlib ``ThreadingHTTPServer``: one thread per connection, all joining
 the one simulated engine, which batches them.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import logging
 import math
@@ -26,6 +28,7 @@ from typing import Any
 from duckdb_sem.backends.sim.backend import SimBackend
 from duckdb_sem.backends.sim.oracles import estimate_tokens
 from duckdb_sem.errors import BackendError, BackendTimeoutError, SemError
+from duckdb_sem.llm.outputs import type_from_schema
 from duckdb_sem.llm.request import (
     Completion,
     DecodingParams,
@@ -88,6 +91,13 @@ class SimServer:
         (completion,) = self.backend.complete([request])
         if completion.error is not None and completion.value is None and completion.text == "":
             raise SemError(completion.error)
+        schema = _schema(body)
+        if schema is not None and completion.error is None:  # structured output: JSON text
+            value = completion.value
+            if isinstance(schema.get("enum"), list) and schema["enum"]:
+                enum = schema["enum"]
+                value = enum[int(request.signature(self.backend.backend_id)[:8], 16) % len(enum)]
+            completion = dataclasses.replace(completion, value=value, text=json.dumps(value))
         return self._response(body, completion, request, chat=chat, logprobs=logprobs)
 
     def _response(
@@ -150,7 +160,7 @@ def _to_request(body: dict[str, Any], *, chat: bool) -> tuple[LLMRequest, int]:
         top = int(body.get("logprobs") or 2)
     max_tokens = int(body.get("max_tokens") or body.get("max_completion_tokens") or 16)
     decide = bool(body.get("guided_choice")) or (wants and max_tokens == 1)
-    sql_type = str(body.get("duckdb_sem_sql_type") or "VARCHAR")
+    sql_type = str(body.get("duckdb_sem_sql_type") or type_from_schema(_schema(body)) or "VARCHAR")
     output = OutputSpec.decision() if decide else OutputSpec(Task.GENERATE, sql_type)
     params = DecodingParams(
         max_tokens=max_tokens,
@@ -159,6 +169,18 @@ def _to_request(body: dict[str, Any], *, chat: bool) -> tuple[LLMRequest, int]:
     )
     operator = OperatorKind.FILTER if decide else OperatorKind.MAP
     return LLMRequest(operator, prefix, row, output, params), top
+
+
+def _schema(body: dict[str, Any]) -> dict[str, Any] | None:
+    """The JSON schema of a structured-output request, in OpenAI's/vLLM's spelling
+    (``json_schema``) or llama-cpp-python's (``json_object`` with ``schema``)."""
+    fmt = body.get("response_format")
+    if not isinstance(fmt, dict):
+        return None
+    schema = fmt.get("schema") if fmt.get("type") == "json_object" else None
+    if fmt.get("type") == "json_schema":
+        schema = (fmt.get("json_schema") or {}).get("schema")
+    return schema if isinstance(schema, dict) else None
 
 
 class _Server(ThreadingHTTPServer):
