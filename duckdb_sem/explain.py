@@ -49,15 +49,15 @@ def explain_semantic(
     options = con.runtime or options_from_settings(con.settings)
     raw = con.duckdb
     engine = con.session.engine
+    query = con.session.new_query()  # the estimator's samples, if any, are this query's
     try:
-        prepared = prepare(raw, sql, engine, options)
+        prepared = prepare(raw, sql, engine, options, query=query)
     except PlanError as err:
         return _unplanned(con, sql, err)
     model = CostModel(table_rows=prepared.table_rows, stats=prepared.stats)
     head = statistics_line(prepared, options)
     if not analyze:
         return "\n".join([explain_choice(prepared.choice, model, runner_ups=runner_ups), head])
-    query = con.session.new_query()
     actuals: dict[tuple[int, ...], Actual] = {}
     run = start(raw, prepared, engine, query, options, actuals=actuals)
     for _ in run.batches():

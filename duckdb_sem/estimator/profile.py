@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -33,7 +33,7 @@ import pyarrow as pa
 from duckdb_sem.backends.base import Backend
 from duckdb_sem.llm.prompts import build_request
 from duckdb_sem.llm.render import render_column
-from duckdb_sem.llm.request import LLMRequest, OperatorKind
+from duckdb_sem.llm.request import Completion, LLMRequest, OperatorKind
 from duckdb_sem.llm.template import parse_template
 from duckdb_sem.optimizer.cost import Statistics, operator_signature
 from duckdb_sem.plan.nodes import Node, Scan, SemCall, SemFilter, SemJoin, SemMap, quote
@@ -80,9 +80,12 @@ class Profiler:
         *,
         sample_rows: int = 8,
         seed: int = 7,
+        via: Callable[[Sequence[LLMRequest]], list[Completion]] | None = None,
     ) -> None:
         self.target = target
         self.estimator = estimator
+        # how samples reach the estimator: through its scheduler (the runtime's), else directly
+        self.via = via
         self.sample_rows = sample_rows
         self.seed = seed
         self.seconds = 0.0  # the estimator's LLM time so far
@@ -169,7 +172,8 @@ class Profiler:
         out = []
         step = max(1, self.estimator.capacity().max_batch)
         for i in range(0, len(requests), step):
-            out.extend(self.estimator.complete(requests[i : i + step]))
+            chunk = requests[i : i + step]
+            out.extend(self.via(chunk) if self.via is not None else self.estimator.complete(chunk))
         if clock is not None:
             spent = float(self.estimator.virtual_seconds) - float(clock)  # type: ignore[attr-defined]
         else:

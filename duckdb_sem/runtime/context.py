@@ -35,6 +35,9 @@ class QueryStats:
     deduplicated: int = 0  # identical requests within this query, asked once
     null_outputs: int = 0  # unparseable after retries, returned as NULL (a warning each)
     seus: int = 0
+    # the estimator's samples (a small model's work, not the target's; scheduled and cached)
+    estimator_calls: int = 0
+    estimator_cache_hits: int = 0
     rows: int = 0  # rows that went through semantic operators
     llm_wait_seconds: float = 0.0
 

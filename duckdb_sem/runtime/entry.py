@@ -9,6 +9,7 @@ out SEU by SEU and memory stays bounded by a few batches.
 
 from __future__ import annotations
 
+import dataclasses
 import threading
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -29,9 +30,12 @@ from duckdb_sem.optimizer.cost import Statistics
 from duckdb_sem.plan.build import build_plan
 from duckdb_sem.plan.nodes import Node, Scan
 from duckdb_sem.runtime.cursors import session_cursor
+from duckdb_sem.runtime.estimator_work import scheduled_samples
 from duckdb_sem.runtime.execute_plan import Actual, Evaluator, Path
 from duckdb_sem.runtime.progress import QueryProgress, RuntimeOptions
 from duckdb_sem.runtime.seu_loop import QueryRun
+from duckdb_sem.scheduler.seu import SchedulerClient
+from duckdb_sem.scheduler.shared import scheduler_for
 
 __all__ = [
     "Prepared",
@@ -88,13 +92,20 @@ def written_plan(con: Any, sql: str) -> Node:
     return build_plan(sql, columns)
 
 
-def prepare(con: Any, sql: str, engine: Any, options: RuntimeOptions) -> Prepared:
+def prepare(
+    con: Any, sql: str, engine: Any, options: RuntimeOptions, *, query: Any = None
+) -> Prepared:
+    """The written plan, profiled (samples through the estimator's scheduler as SEUs of
+    ``query`` when the options carry one), and the equivalent plans ranked on the profile."""
     raw = getattr(con, "duckdb", con)
     written = written_plan(raw, sql)
     target = target_backend(engine)
     counter: TokenCounter = target if target is not None else _Words()
+    via = None
+    if options.estimator is not None and options.estimator_client is not None:
+        via = scheduled_samples(options.estimator_client, query)
     profiler = Profiler(counter, options.estimator, sample_rows=options.sample_rows,
-                        seed=options.seed)  # fmt: skip
+                        seed=options.seed, via=via)  # fmt: skip
     profile = profiler.profile_plan(raw, written)
     choice, model = optimize(raw, sql, stats=profile.stats)
     store = StatsStore()
@@ -149,7 +160,7 @@ def start(
     return run
 
 
-_estimators: dict[str, Backend] = {}
+_estimators: dict[str, tuple[Backend, SchedulerClient]] = {}
 _estimators_lock = threading.Lock()
 
 
@@ -158,17 +169,20 @@ def options_from_settings(settings: Any) -> RuntimeOptions:
     variables); the estimator backend is built once per spec and process."""
     if settings is None:
         return RuntimeOptions()
-    estimator = None
+    estimator = client = None
     spec = getattr(settings, "estimator_backend", None)
     if spec:
         with _estimators_lock:
             if spec not in _estimators:
-                _estimators[spec] = create_backend(spec)
-            estimator = _estimators[spec]
+                backend = create_backend(spec)
+                own = dataclasses.replace(settings, backend=spec, scheduler_url=None)
+                _estimators[spec] = (backend, scheduler_for(own, backend))
+            estimator, client = _estimators[spec]
     return RuntimeOptions(
         mode=getattr(settings, "runtime", "adaptive"),
         batch_rows=getattr(settings, "seu_rows", 256),
         estimator=estimator,
+        estimator_client=client,
         sample_rows=getattr(settings, "estimator_sample", 8),
     )
 
@@ -189,7 +203,7 @@ def run_query(
     """
     options = options or options_from_settings(getattr(con, "settings", None))
     raw = getattr(con, "duckdb", con)
-    prepared = prepare(raw, sql, engine, options)
+    prepared = prepare(raw, sql, engine, options, query=query)
     cursor = session_cursor(raw)
     work: duckdb.DuckDBPyConnection | None = cursor
     try:

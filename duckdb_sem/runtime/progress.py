@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from duckdb_sem.backends.base import Backend
 from duckdb_sem.errors import ConfigError
 from duckdb_sem.plan.nodes import Node
+from duckdb_sem.scheduler.seu import SchedulerClient
 
 __all__ = ["MODES", "QueryProgress", "RuntimeOptions"]
 
@@ -52,6 +53,9 @@ class RuntimeOptions:
     min_batch_rows: int = 16
     max_batch_rows: int = 8192
     estimator: Backend | None = None  # the small model that samples each batch
+    # its scheduler (``scheduler.shared``): samples become SEUs of the query, cached and
+    # cancellable; None: the profiler calls the estimator directly (benchmarks, tests)
+    estimator_client: SchedulerClient | None = None
     sample_rows: int = 8  # rows per operator the estimator answers, per sampled batch
     # stale: sample an operator only when counted tokens and past outcomes leave it in doubt
     # (first batches, a new token profile, a drifted outcome); always: every batch.
