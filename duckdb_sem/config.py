@@ -53,6 +53,7 @@ ENV_VARS = {
     "DUCKDB_SEM_SIM_LISTEN": "duckdb-sem sim-server: HOST:PORT to listen on",
     "DUCKDB_SEM_SIM_TIME_SCALE": "duckdb-sem sim-server: real seconds per simulated second",
     "DUCKDB_SEM_TEST_CACHE": "tests only: where slow fixtures (the HF copy of SmolLM2) are kept",
+    "DUCKDB_SEM_BENCH_DATA": "benchmarks only: where fetched labelled data sets are kept",
 }
 
 
