@@ -15,6 +15,7 @@ import re
 
 import duckdb
 
+from duckdb_sem.pgwire.catalog_views import COMPAT_VIEWS
 from duckdb_sem.pgwire.lexer import mask_strings, unmask
 
 __all__ = ["COMPAT_MACROS", "REWRITES", "SERVER_VERSION", "install_compat", "rewrite_catalog"]
@@ -26,7 +27,8 @@ _VERSION_TEXT = f"PostgreSQL {SERVER_VERSION} (duckdb-sem, DuckDB {duckdb.__vers
 COMPAT_MACROS = {
     "pg_get_userbyid": "(role_oid) AS 'duckdb'",
     "pg_encoding_to_char": "(encoding) AS 'UTF8'",
-    "pg_get_indexdef": "(index_oid, col := 0, pretty := false) AS ''",
+    "pg_get_indexdef": "(index_oid) AS '', (index_oid, col, pretty) AS ''",
+    "pg_get_expr": "(expr, rel) AS NULL::VARCHAR, (expr, rel, pretty) AS NULL::VARCHAR",
     "pg_get_statisticsobjdef_columns": "(stat_oid) AS NULL",
     "pg_get_partkeydef": "(rel_oid) AS NULL",
     "pg_relation_is_publishable": "(rel_oid) AS false",
@@ -34,6 +36,14 @@ COMPAT_MACROS = {
     "pg_get_serial_sequence": "(table_name, column_name) AS NULL::VARCHAR",
     "to_regtype": "(regtype_arg) AS (SELECT min(t.oid) FROM pg_catalog.pg_type t WHERE t.typname = regtype_arg)",
     "txid_current": "() AS 1",
+    # current_setting(<parameter>): text, as PostgreSQL's, and PostgreSQL-only names answered
+    "__pg_setting": "(setting_name) AS coalesce(CASE WHEN setting_name = "
+    "'default_table_access_method' THEN 'heap' END, (SELECT s.setting FROM "
+    "pg_catalog.pg_settings s WHERE s.name = setting_name))",
+    "array_upper": "(arr, dim) AS len(arr)",
+    "pg_get_function_result": "(func_oid) AS NULL::VARCHAR",
+    "pg_get_function_arguments": "(func_oid) AS ''",
+    "pg_get_function_identity_arguments": "(func_oid) AS ''",
     # PostgreSQL's spelling of type names (SQLAlchemy maps these, not int4/varchar)
     "__format_type": "(type_oid, type_mod) AS (CASE pg_catalog.format_type(type_oid, type_mod) "
     + " ".join(
@@ -58,6 +68,9 @@ REWRITES: tuple[tuple[re.Pattern[str], str], ...] = (
     (re.compile(r"\b(?:pg_catalog\.)?version\(\s*\)", _I), f"'{_VERSION_TEXT}'"),
     # psql \dt: catalog functions qualified with pg_catalog that exist here as macros
     (re.compile(r"\bpg_catalog\.(" + "|".join(COMPAT_MACROS) + r")\s*\(", _I), r"\1("),
+    # psql \d: DuckDB functions and types spelled with pg_catalog
+    (re.compile(r"\bpg_catalog\.(generate_series|array_to_string|unnest)\s*\(", _I), r"\1("),
+    (re.compile(r"::\s*pg_catalog\.(\w+)", _I), r"::\1"),
     # SQLAlchemy, psql: type names as PostgreSQL spells them
     (re.compile(r"\b(?:pg_catalog\.)?format_type\s*\(", _I), "__format_type("),
     # SQLAlchemy column reflection (in branches that never run here)
@@ -78,36 +91,47 @@ REWRITES: tuple[tuple[re.Pattern[str], str], ...] = (
 )
 
 
-# SQLAlchemy, postgres_fdw IMPORT FOREIGN SCHEMA: DuckDB's pg_collation lacks collnamespace
-_COLLATION = re.compile(
-    r"\b(FROM|JOIN)\s+(?:pg_catalog\.)?pg_collation\b(?!\.)(\s+(?:AS\s+)?(\w+))?", _I
+# psql \d, SQLAlchemy, postgres_fdw IMPORT FOREIGN SCHEMA: catalog tables DuckDB lacks or
+# lacks columns of read the views of catalog_views.py (a table reference keeps its alias)
+_VIEW_REF = re.compile(
+    r"(\bFROM|\bJOIN|,)\s+(?:pg_catalog\.)?(" + "|".join(COMPAT_VIEWS) + r")\b(?!\.)"
+    r"(\s+(?:AS\s+)?(\w+))?",
+    _I,
 )
-_KEYWORDS = {"join", "where", "left", "right", "inner", "full", "cross", "on", "order", "group",
-             "limit", "union"}  # fmt: skip
+_KEYWORDS = {"join", "where", "left", "right", "inner", "full", "cross", "on", "order", "group", "natural",
+             "limit", "union", "except", "intersect", "having", "using", "window", "offset"}  # fmt: skip
 
 
-def _collation(match: re.Match[str]) -> str:
-    alias = match.group(3)
+# SQLAlchemy's table reflection: PostgreSQL settings DuckDB does not have
+_SETTING = re.compile(
+    r"\b(?:pg_catalog\.)?current_setting\s*\(\s*'default_table_access_method'\s*\)", _I
+)
+_SETTING_PARAM = re.compile(r"\b(?:pg_catalog\.)?current_setting\s*\(\s*(?=\$\d)", _I)
+
+
+def _view_ref(match: re.Match[str]) -> str:
+    keyword, table, alias = match.group(1), match.group(2).lower(), match.group(4)
     if alias and alias.lower() not in _KEYWORDS:
-        return f"{match.group(1)} __pg_collation AS {alias}"
-    return f"{match.group(1)} __pg_collation AS pg_collation{match.group(2) or ''}"
+        return f"{keyword} __{table} AS {alias}"
+    return f"{keyword} __{table} AS {table}{match.group(3) or ''}"
 
 
 def rewrite_catalog(sql: str) -> str:
     """``sql`` with the rewrites applied outside its string constants (templates stay as typed)."""
     if "pg_" not in sql and "version" not in sql.lower() and "::" not in sql:
         return sql
-    masked, strings = mask_strings(sql)
+    masked, strings = mask_strings(_SETTING_PARAM.sub("__pg_setting(", _SETTING.sub("'heap'", sql)))
     for pattern, replacement in REWRITES:
         masked = pattern.sub(replacement, masked)
-    return unmask(_COLLATION.sub(_collation, masked), strings)
+    # A reference without alias keeps the keyword after it, which may start the next one.
+    while (again := _VIEW_REF.sub(_view_ref, masked)) != masked:
+        masked = again
+    return unmask(masked, strings)
 
 
 def install_compat(con: duckdb.DuckDBPyConnection) -> None:
     """Create :data:`COMPAT_MACROS` and the compat views as TEMP objects of ``con``."""
     for name, body in COMPAT_MACROS.items():
         con.execute(f"CREATE OR REPLACE TEMP MACRO {name}{body}")
-    con.execute(
-        "CREATE OR REPLACE TEMP VIEW __pg_collation AS SELECT NULL::BIGINT AS oid, "
-        "NULL::VARCHAR AS collname, NULL::BIGINT AS collnamespace WHERE false"
-    )
+    for name, select in COMPAT_VIEWS.items():
+        con.execute(f"CREATE OR REPLACE TEMP VIEW __{name} AS {select}")
