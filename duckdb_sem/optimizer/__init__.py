@@ -77,10 +77,13 @@ def optimize(
     *,
     stats: Mapping[str, Statistics] | None = None,
     max_plans: int = MAX_PLANS,
+    written: Node | None = None,
 ) -> tuple[Choice, CostModel]:
-    """Build, enumerate and rank the plans of ``sql``; raise PlanError if it is not planned."""
+    """Build (unless ``written`` is the plan of ``sql`` already), enumerate and rank the plans
+    of ``sql``; raise PlanError if it is not planned."""
     raw = _raw(con)
-    written = build_plan(sql, _columns_of(raw))
+    if written is None:
+        written = build_plan(sql, _columns_of(raw))
     if not any(node.semantic for node in written.walk()):
         raise PlanError("no semantic call to plan; DuckDB runs this query as it is")
     model = CostModel(table_rows=_table_rows(raw, written), stats=stats)

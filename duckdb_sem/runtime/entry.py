@@ -107,7 +107,7 @@ def prepare(
     profiler = Profiler(counter, options.estimator, sample_rows=options.sample_rows,
                         seed=options.seed, via=via)  # fmt: skip
     profile = profiler.profile_plan(raw, written)
-    choice, model = optimize(raw, sql, stats=profile.stats)
+    choice, model = optimize(raw, sql, stats=profile.stats, written=written)
     store = StatsStore()
     store.seed(profile.stats)
     return Prepared(written, choice, dict(model.table_rows), profiler, store, profile.seconds,
