@@ -8,7 +8,10 @@ named by ``api_key_env=``); it never goes in the spec, which is logged.
 Decisions ask for one token with ``logprobs``/``top_logprobs`` and compare the summed
 probability of yes-tokens against no-tokens (score = log-odds, yes when above ``threshold``),
 so a model that answers "Yes." or " yes" is read correctly and free text is never searched.
-Generation is parsed into the requested type; malformed output is retried per
+A request that carries its template is calibrated per template: the mean score of content-free
+rows of that template (fields blanked or "N/A", measured once) is subtracted first
+(:mod:`duckdb_sem.llm.calibration`). Typed generation sends the type's JSON schema as
+``response_format`` and is parsed into the requested type; malformed output is retried per
 :data:`~duckdb_sem.backends.base.RETRY_POLICY` (new seed, higher temperature), then NULL.
 Transport failures (timeouts, resets, HTTP 408/429/5xx, truncated or unreadable responses) are
 retried with backoff per :data:`~duckdb_sem.backends.retry.TRANSPORT_RETRY` (spec options
@@ -61,7 +64,8 @@ from duckdb_sem.backends.retry import (
 )
 from duckdb_sem.backends.tokens import estimate_tokens
 from duckdb_sem.errors import ConfigError
-from duckdb_sem.llm.request import Completion, LLMRequest
+from duckdb_sem.llm.calibration import TemplateOffsets, calibrated
+from duckdb_sem.llm.request import Completion, LLMRequest, Task
 
 __all__ = [
     "API_KEY_ENV",
@@ -75,8 +79,8 @@ __all__ = [
 logger = logging.getLogger(__name__)
 
 #: version of the chat layout :func:`.openai_wire.chat_body` sends (system prefix, user row,
-#: typed answers' JSON schema); bump it when the layout changes, so cached answers of the old
-#: layout are not served
+#: typed answers' JSON schema) and of how decisions are read (per-template content-free
+#: calibration); bump it when either changes, so cached answers of the old one are not served
 WIRE_FORMAT = 2
 
 OPTIONS = (
@@ -156,6 +160,7 @@ class OpenAIBackend(Backend):
         self._token_cache: dict[str, int] = {}
         self._metrics: tuple[float, Load] = (0.0, Load())
         self.warnings = 0
+        self._offsets = TemplateOffsets()
         logger.info("%s: model %s on a %s server", self.spec, self.model, self.server_kind)
 
     @property
@@ -246,6 +251,14 @@ class OpenAIBackend(Backend):
                 self._running -= 1
 
     def _attempt(self, request: LLMRequest, attempt: int, priority: int) -> Completion:
+        done = self._scored(request, attempt, priority)
+        if request.output.task is Task.DECIDE and request.template is not None:
+            # per-template calibration: the offset of content-free rows of this template
+            offset = self._offsets.offset(request, lambda r: self._scored(r, 0, priority).score)
+            done = calibrated(done, offset, self.threshold)
+        return done
+
+    def _scored(self, request: LLMRequest, attempt: int, priority: int) -> Completion:
         body = chat_body(
             request,
             model=self.model,
