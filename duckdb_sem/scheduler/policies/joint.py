@@ -15,6 +15,7 @@ priority runs next. This bounds tail latency where strict SRTF would starve long
 from __future__ import annotations
 
 import bisect
+import heapq
 from collections import deque
 
 from duckdb_sem.scheduler.policies.base import KeyedPolicy, QueuedSEU
@@ -25,7 +26,8 @@ __all__ = ["Joint"]
 
 class Joint(KeyedPolicy):
     """Short work from the rank heap; the queued costs kept sorted for the long/short split
-    (its quantile is a lookup). A pop that must serve long work scans only the long quarter."""
+    (its quantile is a lookup); long work from a second heap that holds, at least, every queued
+    SEU costlier than ``_floor`` (entries that fell below the cut are dropped when met)."""
 
     name = "joint"
 
@@ -47,6 +49,8 @@ class Joint(KeyedPolicy):
         self._last_long: dict[int, bool] = {}
         self._costs: list[tuple[float, int, QueuedSEU]] = []  # (effective cost, seq), sorted
         self._cost_of: dict[QueuedSEU, tuple[float, int, QueuedSEU]] = {}
+        self._long: list[tuple[tuple[float, ...], int, QueuedSEU]] = []
+        self._floor = float("inf")
 
     def key(self, item: QueuedSEU, now: float) -> float:
         """The priority at ``now``: ``effective_cost - aging_rate * waited`` (smaller first)."""
@@ -75,8 +79,7 @@ class Joint(KeyedPolicy):
         best: QueuedSEU | None
         if has_long and self.long_fraction() < self.long_share:
             # guaranteed share for long queries' heavy work: the best long one, oldest first
-            start = bisect.bisect_right(self._costs, cut, key=lambda e: e[0])
-            best = min((e[2] for e in self._costs[start:]), key=self.full_rank)
+            best = self._pop_long(cut)
             super().remove(best)
         else:
             best = super().pop(now)
@@ -93,6 +96,11 @@ class Joint(KeyedPolicy):
 
     def push(self, item: QueuedSEU) -> None:
         super().push(item)
+        if item.effective_cost > self._floor:
+            heapq.heappush(self._long, (self.full_rank(item), self._live[item], item))
+        if len(self._long) > 2 * len(self._live) + 64:  # mostly stale: rebuild
+            self._long = [e for e in self._long if self._live.get(e[2]) == e[1]]
+            heapq.heapify(self._long)
         self._forget_cost(item)
         entry = (item.effective_cost, item.seq, item)
         bisect.insort(self._costs, entry, key=lambda e: (e[0], e[1]))
@@ -101,6 +109,22 @@ class Joint(KeyedPolicy):
 
     def dispatched(self, item: QueuedSEU, now: float) -> None:
         self._recent.append((float(max(1, item.tokens)), self._last_long.pop(item.seq, False)))
+
+    def _pop_long(self, cut: float) -> QueuedSEU:
+        """The best queued SEU costlier than ``cut`` (one exists), off the long heap."""
+        if cut < self._floor:  # bring in every SEU in (cut, floor]: then all above cut are in
+            lo = bisect.bisect_right(self._costs, cut, key=lambda e: e[0])
+            hi = bisect.bisect_right(self._costs, self._floor, key=lambda e: e[0])
+            for _, _, item in self._costs[lo:hi]:
+                heapq.heappush(self._long, (self.full_rank(item), self._live[item], item))
+            self._floor = cut
+        while True:
+            _, number, item = heapq.heappop(self._long)
+            if self._live.get(item) != number:
+                continue  # dispatched, removed or re-ranked since
+            if item.effective_cost > cut:
+                return item
+            self._floor = max(self._floor, item.effective_cost)  # short now: out of the heap
 
     def _forget_cost(self, item: QueuedSEU) -> None:
         entry = self._cost_of.pop(item, None)
