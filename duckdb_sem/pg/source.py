@@ -154,6 +154,10 @@ class PgSource:
                     build.execute(f"CREATE SCHEMA IF NOT EXISTS {_ident(schema)}")
             for table in self.tables.values():
                 build.execute(_view_sql(self.alias, table))
+                # The wire server's catalog lists views with this comment as tables.
+                view = f"{_ident(table.schema)}.{_ident(table.name)}"
+                comment = f"PostgreSQL table {table.schema}.{table.name}".replace("'", "''")
+                build.execute(f"COMMENT ON VIEW {view} IS '{comment}'")
         finally:
             build.close()
         weakref.finalize(self, shutil.rmtree, folder, ignore_errors=True)

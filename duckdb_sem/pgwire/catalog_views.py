@@ -60,12 +60,23 @@ SELECT -c.oid AS indexrelid, c.conrelid AS indrelid, len(c.conkey)::INTEGER AS i
 FROM pg_catalog.pg_constraint c WHERE c.contype IN ('p', 'u')
 """
 
+# Tables of --postgres sources are views in DuckDB (see duckdb_sem.pg.source); clients see them
+# as tables in a schema named as they are queried (pg.public).
+_SOURCE = "comment LIKE 'PostgreSQL table %'"
+
 #: table name -> the SELECT its view runs
 COMPAT_VIEWS: dict[str, str] = {
     "pg_collation": _empty(oid="BIGINT", collname="VARCHAR", collnamespace="BIGINT"),
     "pg_class": (
-        "SELECT * REPLACE (NULL::VARCHAR[] AS reloptions), false AS relforcerowsecurity "
-        "FROM pg_catalog.pg_class"
+        "SELECT * REPLACE (NULL::VARCHAR[] AS reloptions, CASE WHEN oid IN (SELECT view_oid "
+        f"FROM duckdb_views() WHERE {_SOURCE}) THEN 'r' ELSE relkind END AS relkind), "
+        "false AS relforcerowsecurity FROM pg_catalog.pg_class"
+    ),
+    "pg_namespace": (
+        "SELECT * FROM pg_catalog.pg_namespace UNION ALL BY NAME SELECT s.oid, "
+        "s.database_name || '.' || s.schema_name AS nspname, 0::BIGINT AS nspowner "
+        "FROM duckdb_schemas() s WHERE s.oid IN (SELECT schema_oid FROM duckdb_views() "
+        f"WHERE {_SOURCE})"
     ),
     "pg_roles": (
         "SELECT 10::BIGINT AS oid, 'duckdb' AS rolname, true AS rolsuper, true AS rolinherit, "

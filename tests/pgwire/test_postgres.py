@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import subprocess
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -83,6 +84,13 @@ def test_postgres_table_as_source_through_the_wire(
             assert conn.execute(
                 f"SELECT count(*) FROM pg.public.{table} WHERE text = ''"
             ).fetchone() == (1,)
+            listed = subprocess.run(
+                ["psql", "-X", "-At", "-h", "127.0.0.1", "-p", str(server.port), "-U", "t",
+                 "-d", server.dbname, "-c", r"\dt"],
+                capture_output=True, text=True, timeout=30, check=True,
+            ).stdout.splitlines()  # fmt: skip
+            assert f"pg.public|{table}|table|duckdb" in listed
+            assert "main|reviews|table|duckdb" in listed
     finally:
         pg.execute(f"DROP TABLE IF EXISTS public.{table}")
 
