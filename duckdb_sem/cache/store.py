@@ -4,7 +4,10 @@ Keys are request signatures (:meth:`LLMRequest.signature`), which hash everythin
 determines the answer: backend and model, decoding parameters, output type, operator, prompt
 prefix and rendered row. SQLite in WAL mode makes writes atomic and crash-safe (a killed
 process leaves either the old or the new row, never a torn one) and lets several processes share
-the file. Failed completions (``error`` set) are not cached, so a rerun retries them.
+the file. A completion that failed to parse after the backend's retries (``error`` set) is
+cached too: the same model at temperature 0 gives the same answer again, so a rerun would pay
+for the same NULL; ``retry_failures=True`` ignores such entries (and overwrites them). Aborted
+requests are never cached.
 
 A damaged file (a corrupted page, a file that is not a database) raises
 :class:`~duckdb_sem.errors.ConfigError` naming the file and the fix, never a raw
@@ -48,7 +51,8 @@ def _damaged(path: Path, err: sqlite3.Error) -> ConfigError:
 class LLMCache:
     """Thread-safe; one connection per cache object, serialized by a lock."""
 
-    def __init__(self, path: Path | str) -> None:
+    def __init__(self, path: Path | str, *, retry_failures: bool = False) -> None:
+        self.retry_failures = retry_failures
         self.path = Path(path)
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
@@ -87,14 +91,21 @@ class LLMCache:
                 ).fetchall()
                 for signature, data in rows:
                     try:
-                        found[signature] = Completion.from_json(data)
+                        completion = Completion.from_json(data)
                     except (ValueError, KeyError):
                         log.warning("ignoring unreadable cache entry %s", signature[:12])
+                        continue
+                    if completion.error is None or not self.retry_failures:
+                        found[signature] = completion
         return found
 
     def put_many(self, items: Mapping[str, Completion]) -> None:
         now = time.time()
-        rows = [(sig, c.to_json(), now) for sig, c in items.items() if c.error is None]
+        rows = [
+            (sig, c.to_json(), now)
+            for sig, c in items.items()
+            if not (c.error or "").startswith("aborted")
+        ]
         if not rows:
             return
         with self._locked() as db:

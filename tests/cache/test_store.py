@@ -25,10 +25,16 @@ def test_round_trip_and_persistence(tmp_path: Path) -> None:
     assert len(reopened) == 2
 
 
-def test_failed_completions_are_not_cached(tmp_path: Path) -> None:
+def test_failed_completions_are_cached_unless_retrying_failures(tmp_path: Path) -> None:
     cache = LLMCache(tmp_path / "c.sqlite")
-    cache.put_many({"bad": _completion(None, error="unparseable")})
-    assert cache.get_many(["bad"]) == {}
+    bad = _completion(None, error="unparseable")
+    cache.put_many({"bad": bad, "gone": _completion(None, error="aborted")})
+    assert cache.get_many(["bad", "gone"]) == {"bad": bad}  # the final outcome, not an abort
+    cache.close()
+    retrying = LLMCache(tmp_path / "c.sqlite", retry_failures=True)
+    assert retrying.get_many(["bad"]) == {}
+    retrying.put_many({"bad": _completion(7)})
+    assert retrying.get_many(["bad"]) == {"bad": _completion(7)}
 
 
 def test_unwritable_path_is_a_clear_error(tmp_path: Path) -> None:
