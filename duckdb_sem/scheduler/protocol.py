@@ -28,6 +28,7 @@ from duckdb_sem.llm.request import (
     LLMRequest,
     OperatorKind,
     OutputSpec,
+    RowTemplate,
     Task,
 )
 from duckdb_sem.scheduler.seu import SEU, Served, SEUResult
@@ -53,17 +54,28 @@ def _request_to_json(r: LLMRequest) -> list[Any]:
         p.max_tokens,
         p.temperature,
         p.seed,
+        list(r.output.labels),
+        None if r.template is None else [list(r.template.pieces), list(r.template.fields)],
     ]
 
 
 def _request_from_json(raw: list[Any]) -> LLMRequest:
-    op, prefix, row, task, sql_type, max_tokens, temperature, seed = raw
+    op, prefix, row, task, sql_type, max_tokens, temperature, seed, *rest = raw
+    # labels and template trail (absent from clients older than closed answers)
+    labels = tuple(str(x) for x in rest[0]) if rest and rest[0] else ()
+    unrendered = rest[1] if len(rest) > 1 else None
+    template = (
+        None
+        if not unrendered
+        else RowTemplate(tuple(map(str, unrendered[0])), tuple(map(str, unrendered[1])))
+    )
     return LLMRequest(
         operator=OperatorKind(op),
         prefix=str(prefix),
         row=str(row),
-        output=OutputSpec(Task(task), str(sql_type)),
+        output=OutputSpec(Task(task), str(sql_type), labels),
         params=DecodingParams(int(max_tokens), float(temperature), int(seed)),
+        template=template,
     )
 
 
