@@ -14,6 +14,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
+from duckdb_sem.pgwire.lexer import mask_strings, strip_comments
 from duckdb_sem.pgwire.results import Result
 
 __all__ = ["Portal", "Statement", "param_count"]
@@ -35,5 +36,6 @@ class Portal:
 
 def param_count(sql: str) -> int:
     """The highest ``$n`` placeholder in the SQL (0 without any)."""
-    numbers = [int(n) for n in re.findall(r"\$(\d+)", sql)]
+    masked, _ = mask_strings(strip_comments(sql))  # '$1' in a string is no placeholder
+    numbers = [int(n) for n in re.findall(r"\$(\d+)", masked)]
     return max(numbers, default=0)

@@ -2,13 +2,10 @@
 
 Each session owns a ``SemConnection`` (a cursor of the server's database, held by its
 :class:`~duckdb_sem.pgwire.execution.Execution`) and runs on its own thread. A simple query is
-split with PostgreSQL's lexical rules (:mod:`.lexer`); each statement goes through
-:func:`~duckdb_sem.pgwire.commands.parse_command` first (session variables in :mod:`.settings`,
-transactions and savepoints in :mod:`.transaction`, cursors here), else DuckDB's parser
-(:mod:`.statements`), the isolation rules (:mod:`.policy`), the catalog and PostgreSQL-source
-rewrites, then DuckDB (:mod:`.execution`). Portals (:mod:`.portals`) and ``DECLARE``d cursors
-share one namespace, as in PostgreSQL, so a client may ``Describe`` a declared cursor
-(psycopg's server-side cursors do).
+split with PostgreSQL's lexical rules (:mod:`.lexer`) and each statement is run by the
+session's :class:`~duckdb_sem.pgwire.runner.Runner` (session commands, DuckDB's parser, the
+isolation rules, then DuckDB); this module is the protocol around it: messages in, rows,
+COPY data and errors out.
 """
 
 from __future__ import annotations
@@ -22,29 +19,22 @@ from typing import Any, BinaryIO
 import duckdb
 
 from duckdb_sem.connection import SemConnection
-from duckdb_sem.errors import PlanError, QueryCancelledError, SemError
+from duckdb_sem.errors import QueryCancelledError, SemError
 from duckdb_sem.pgwire import commands as cmd
 from duckdb_sem.pgwire import messages as m
-from duckdb_sem.pgwire import statements as st
-from duckdb_sem.pgwire.copy_out import copy_format, encode_line
+from duckdb_sem.pgwire.copy_out import encode_line
 from duckdb_sem.pgwire.database import Database
-from duckdb_sem.pgwire.execution import Execution
 from duckdb_sem.pgwire.lexer import split_statements
 from duckdb_sem.pgwire.portals import Portal, Statement, param_count
 from duckdb_sem.pgwire.results import Result
-from duckdb_sem.pgwire.settings import run_setting
+from duckdb_sem.pgwire.runner import TRANSACTION_COMMANDS, Runner
 from duckdb_sem.pgwire.sqlstate import describe_error
-from duckdb_sem.pgwire.transaction import Transaction, Write
 from duckdb_sem.pgwire.types import OID, decode_param
 
 __all__ = ["Session"]
 
 log = logging.getLogger(__name__)
 _FLUSH_BYTES = 64 * 1024
-
-
-class _TxAborted(SemError):
-    sqlstate = "25P02"  # in_failed_sql_transaction
 
 
 class Session:
@@ -59,23 +49,17 @@ class Session:
         guard: Callable[[], AbstractContextManager[None]] | None = None,
     ) -> None:
         self.db = db
-        self.execution = Execution(db, guard=guard)
+        self.runner = Runner(db, application_name=startup.get("application_name", ""), guard=guard)
+        self.execution = self.runner.execution
         self.max_message = max_message
         self._reader = reader
         self._write = write
         self._out: list[bytes] = []
         self._out_size = 0
-        self.settings = dict(cmd.SESSION_DEFAULTS)
-        self.settings["application_name"] = startup.get("application_name", "")
-        self.tx = Transaction()
-        self._statements: dict[str, Statement] = {}
-        self._portals: dict[str, Portal] = {}
-        #: statements of SQL-level PREPARE, so EXECUTE returns what they return
-        self._prepared: dict[str, st.Parsed] = {}
 
     @property
     def status(self) -> bytes:
-        return self.tx.status
+        return self.runner.status
 
     @property
     def con(self) -> SemConnection:
@@ -137,10 +121,10 @@ class Session:
             self._execute(reader)
         elif kind == b"C":
             which, name = reader.byte(), reader.cstring()
-            (self._statements if which == b"S" else self._portals).pop(name, None)
+            (self.runner.statements if which == b"S" else self.runner.portals).pop(name, None)
             self.send(m.close_complete())
         elif kind == b"S":
-            self._portals.pop("", None)
+            self.runner.portals.pop("", None)
             self.send(m.ready_for_query(self.status))
             self.flush()
         elif kind == b"H":
@@ -162,7 +146,7 @@ class Session:
         code, message = describe_error(err)
         if code == "XX000":
             log.warning("statement failed: %s", message)
-        self.tx.failed()
+        self.runner.tx.failed()
         self.send(m.error_response(code, message))
 
     # -- simple protocol ------------------------------------------------------------------
@@ -170,11 +154,27 @@ class Session:
         statements = split_statements(sql)
         if not statements:
             self.send(m.empty_query())
-        for statement in statements:
-            result = self.run_statement(statement, [])
-            if result.has_rows and result.copy is None:
-                self.send(m.row_description(result.described()))
-            self._send_rows(result, None)
+        # As PostgreSQL: several statements in one Query run in one implicit transaction (unless
+        # they control transactions themselves), so a failure undoes the ones before it.
+        implicit = len(statements) > 1 and self.status == b"I"
+        implicit = implicit and not any(
+            isinstance(cmd.parse_command(s), TRANSACTION_COMMANDS) for s in statements
+        )
+        if implicit:
+            self.con.execute("BEGIN TRANSACTION")
+        try:
+            for statement in statements:
+                result = self.runner.run_statement(statement, [])
+                if result.has_rows and result.copy is None:
+                    self.send(m.row_description(result.described()))
+                self._send_rows(result, None)
+        except BaseException:
+            if implicit:
+                with contextlib.suppress(duckdb.Error):
+                    self.con.execute("ROLLBACK")
+            raise
+        if implicit:
+            self.con.execute("COMMIT")
         self.send(m.ready_for_query(self.status))
         self.flush()
 
@@ -202,12 +202,12 @@ class Session:
             raise duckdb.ParserException(
                 "cannot insert multiple commands into a prepared statement"
             )
-        self._statements[name] = Statement(sql, oids)
+        self.runner.statements[name] = Statement(sql, oids)
         self.send(m.parse_complete())
 
     def _bind(self, r: m.Reader) -> None:
         portal, name = r.cstring(), r.cstring()
-        statement = self._statements.get(name)
+        statement = self.runner.statements.get(name)
         if statement is None:
             raise SemError(f"prepared statement {name!r} does not exist")
         formats = [r.int16() for _ in range(r.int16())]
@@ -219,178 +219,30 @@ class Session:
             oid = statement.param_oids[i] if i < len(statement.param_oids) else 0
             values.append(decode_param(data, oid, binary=fmt == 1))
         result_formats = [r.int16() for _ in range(r.int16())]
-        self._portals[portal] = Portal(statement, values, result_formats)
+        self.runner.portals[portal] = Portal(statement, values, result_formats)
         self.send(m.bind_complete())
 
     def _describe(self, r: m.Reader) -> None:
         which, name = r.byte(), r.cstring()
         if which == b"S":
-            statement = self._statements.get(name)
+            statement = self.runner.statements.get(name)
             if statement is None:
                 raise SemError(f"prepared statement {name!r} does not exist")
             count = param_count(statement.sql)
             oids = statement.param_oids + [0] * (count - len(statement.param_oids))
             self.send(m.parameter_description([o or OID["text"] for o in oids[:count]]))
-            fields = self._describe_sql(statement.sql, count)
+            fields = self.runner.describe_sql(statement.sql, count)
             self.send(m.row_description(fields) if fields else m.no_data())
             return
-        portal = self._portal(name)
-        result = self._result(portal)
+        portal = self.runner.portal(name)
+        result = self.runner.result(portal)
         rows = result.has_rows and result.copy is None
         self.send(m.row_description(result.described()) if rows else m.no_data())
 
     def _execute(self, r: m.Reader) -> None:
         name, limit = r.cstring(), r.int32()
-        portal = self._portal(name)
-        self._send_rows(self._result(portal), limit if limit > 0 else None)
-
-    def _portal(self, name: str) -> Portal:
-        portal = self._portals.get(name)
-        if portal is None:
-            raise SemError(f"portal {name!r} does not exist")
-        return portal
-
-    def _result(self, portal: Portal) -> Result:
-        if portal.result is None:
-            if not portal.statement.sql.strip():
-                portal.result = Result.command("")
-            else:
-                portal.result = self.run_statement(portal.statement.sql, portal.params)
-            portal.result.formats = portal.formats or [0]
-        return portal.result
-
-    # -- statements --------------------------------------------------------------------------
-    def run_statement(self, sql: str, params: list[Any]) -> Result:
-        command = cmd.parse_command(sql)
-        if self.status == b"E" and not isinstance(command, cmd.End | cmd.RollbackToSavepoint):
-            raise _TxAborted(
-                "current transaction is aborted, commands ignored until end of transaction block"
-            )
-        if command is not None:
-            return self._command(command, params)
-        parsed = self._parse_one(sql)
-        if parsed is None:
-            return Result.command("")
-        self.db.policy.check(parsed)
-        result = self.execution.run_sql(sql, params, parsed)
-        if parsed.type == st.T.PREPARE and (parts := st.prepared_parts(parsed)):
-            self._prepared[parts[0]] = parts[1]
-        if parsed.writes:
-            self.tx.wrote(sql, params)
-        return result
-
-    def _parse_one(self, sql: str) -> st.Parsed | None:
-        """DuckDB's reading of one statement; an ``EXECUTE`` takes its prepared statement's kind."""
-        parsed = st.parse(sql)
-        if len(parsed) > 1:
-            raise duckdb.ParserException(
-                "cannot insert multiple commands into a prepared statement"
-            )
-        if not parsed:
-            return None
-        one = parsed[0]
-        if one.type == st.T.EXECUTE and (inner := self._prepared.get(one.name() or "")):
-            return st.Parsed(one.sql, inner.type, one.text, inner.returning)
-        return one
-
-    def _describe_sql(self, sql: str, count: int) -> list[m.Field]:
-        """Fields of a statement that only reads (writes, EXECUTE: described when executed)."""
-        if cmd.parse_command(sql) is not None:
-            return []
-        parsed = st.parse(sql)
-        if len(parsed) != 1 or parsed[0].writes or parsed[0].type not in st.DESCRIBABLE:
-            return []
-        return self.execution.describe_sql(sql, count)
-
-    def _replay(self, write: Write) -> None:
-        sql, params = write
-        parsed = self._parse_one(sql)
-        if parsed is not None:
-            result = self.execution.run_sql(sql, params, parsed)
-            with self.execution.busy():
-                self.execution.translated(lambda: result.take(None))
-            self.execution.close_open()
-
-    def _restart(self) -> None:
-        with contextlib.suppress(duckdb.Error):  # a cancel may have replaced the connection
-            self.con.execute("ROLLBACK")
-        self.con.execute("BEGIN TRANSACTION")
-
-    def _command(self, command: cmd.Command, params: list[Any]) -> Result:
-        if isinstance(command, cmd.Set | cmd.Reset | cmd.Show):
-            return run_setting(self.settings, command)
-        if isinstance(command, cmd.Begin):
-            if self.status == b"I":
-                self.con.execute("BEGIN TRANSACTION")
-                self.tx.begin()
-            return Result.command("BEGIN")
-        if isinstance(command, cmd.End):
-            if self.status == b"I":
-                return Result.command("COMMIT" if command.commit else "ROLLBACK")
-            tag = "COMMIT" if command.commit and self.status == b"T" else "ROLLBACK"
-            self.tx.end()
-            if tag == "COMMIT":
-                self.con.execute("COMMIT")
-            else:
-                with contextlib.suppress(duckdb.Error):
-                    self.con.execute("ROLLBACK")
-            return Result.command(tag)
-        if isinstance(command, cmd.Savepoint):
-            self.tx.savepoint(command.name)
-            return Result.command("SAVEPOINT")
-        if isinstance(command, cmd.Release):
-            self.tx.release(command.name)
-            return Result.command("RELEASE")
-        if isinstance(command, cmd.RollbackToSavepoint):
-            self.tx.rollback_to(command.name, self._restart, self._replay)
-            return Result.command("ROLLBACK")
-        if isinstance(command, cmd.Deallocate):
-            everything = {*self._statements, *self._prepared}
-            for name in everything if command.name is None else {command.name}:
-                self._statements.pop(name, None)
-                if self._prepared.pop(name, None) is not None:
-                    self.con.execute('DEALLOCATE "' + name.replace('"', '""') + '"')
-            return Result.command("DEALLOCATE ALL" if command.name is None else "DEALLOCATE")
-        if isinstance(command, cmd.CopyOut):
-            fmt = copy_format(command.options)
-            result = self.run_statement(command.query, params)
-            result.copy, result.tag_word = fmt, "COPY"
-            return result
-        if isinstance(command, cmd.CopyIn):
-            raise PlanError(
-                "COPY ... FROM STDIN is not supported by this server: use INSERT ... VALUES "
-                "(psycopg executemany) instead"
-            )
-        if isinstance(command, cmd.Declare):
-            # Materialised, so the session can run other statements while the cursor is open.
-            result = self.run_statement(command.query, params)
-            with self.execution.busy():
-                batches = list(self.execution.translated(lambda: list(result.batches or ())))
-            self.execution.close_open()
-            result.batches = iter(batches)
-            self._portals[command.name] = Portal(Statement(command.query, []), [], [0], result)
-            return Result.command("DECLARE CURSOR")
-        if isinstance(command, cmd.Fetch):
-            portal = self._portal(command.name)
-            source = self._result(portal)
-            if command.move:
-                with self.execution.busy():
-                    moved = self.execution.translated(lambda: source.skip(command.count))
-                return Result.command(f"MOVE {moved}")
-            with self.execution.busy():
-                rows, _ = self.execution.translated(lambda: source.take(command.count))
-            fetched = Result("FETCH", source.fields, source.types, iter(()))
-            fetched.preload(rows)
-            return fetched
-        if isinstance(command, cmd.Close):
-            if command.name.lower() == "all":
-                self._portals = {k: v for k, v in self._portals.items() if k == ""}
-            else:
-                self._portal(command.name)
-                self._portals.pop(command.name, None)
-            return Result.command("CLOSE CURSOR")
-        assert isinstance(command, cmd.Ignore)
-        return Result.command(command.tag)
+        portal = self.runner.portal(name)
+        self._send_rows(self.runner.result(portal), limit if limit > 0 else None)
 
     # -- cancellation ------------------------------------------------------------------------
     def cancel(self) -> None:

@@ -15,6 +15,8 @@ import psycopg
 import pytest
 from conftest import PG_DSN, WireProcess, pg_available
 
+from duckdb_sem.pgwire.portals import param_count
+
 pytestmark = pytest.mark.integration
 
 Conn = psycopg.Connection[tuple[Any, ...]]
@@ -94,6 +96,9 @@ SCRIPT: list[tuple[str, list[Any] | None]] = [
     ("BEGIN", None),
     (f"INSERT INTO {T} VALUES (400, 'v')", None),
     ("ROLLBACK", None),
+    # one simple Query with several statements is one implicit transaction
+    (f"INSERT INTO {T} VALUES (500, 'i'); SELECT * FROM dsem_no_such_table", None),
+    (f"INSERT INTO {T} VALUES (501, 'i'); INSERT INTO {T} VALUES (502, 'i')", None),
     ("SAVEPOINT outside", None),
     ("ROLLBACK TO SAVEPOINT outside", None),
     ("COMMIT", None),
@@ -148,6 +153,11 @@ def test_same_rows_and_tags_as_postgresql(
     # The script must exercise what it claims: rows back from RETURNING, an undone savepoint.
     assert wire[2] == Outcome("INSERT 0 1", [(7,)])
     assert wire[-1] == Outcome("SELECT 2", [(1,), (3,)])
+
+
+def test_placeholders_are_counted_outside_strings() -> None:
+    assert param_count("SELECT '$1', $2 -- $3") == 2
+    assert param_count("SELECT $$ $7 $$") == 0
 
 
 def test_several_statements_in_one_parse_are_refused(server: WireProcess) -> None:

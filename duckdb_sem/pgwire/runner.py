@@ -1,0 +1,216 @@
+"""What a session runs: statements through DuckDB, and the commands the server answers itself.
+
+:class:`Runner` holds a session's state apart from the protocol: its connection
+(:class:`~duckdb_sem.pgwire.execution.Execution`), session variables (:mod:`.settings`), the
+transaction and its savepoints (:mod:`.transaction`), prepared statements and portals
+(:mod:`.portals`, sharing one namespace with ``DECLARE``d cursors, as in PostgreSQL, so a client
+may ``Describe`` a declared cursor). A statement is a session command
+(:func:`~duckdb_sem.pgwire.commands.parse_command`) or else read by DuckDB's parser
+(:mod:`.statements`), checked by the isolation rules (:mod:`.policy`) and run.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Callable
+from contextlib import AbstractContextManager
+from typing import Any
+
+import duckdb
+
+from duckdb_sem.connection import SemConnection
+from duckdb_sem.errors import PlanError, SemError
+from duckdb_sem.pgwire import commands as cmd
+from duckdb_sem.pgwire import messages as m
+from duckdb_sem.pgwire import statements as st
+from duckdb_sem.pgwire.copy_out import copy_format
+from duckdb_sem.pgwire.database import Database
+from duckdb_sem.pgwire.execution import Execution
+from duckdb_sem.pgwire.portals import Portal, Statement
+from duckdb_sem.pgwire.results import Result
+from duckdb_sem.pgwire.settings import run_setting
+from duckdb_sem.pgwire.transaction import Transaction, Write
+
+__all__ = ["TRANSACTION_COMMANDS", "Runner"]
+
+#: commands that control the transaction (a simple Query with one runs no implicit transaction)
+TRANSACTION_COMMANDS = (cmd.Begin, cmd.End, cmd.Savepoint, cmd.Release, cmd.RollbackToSavepoint)
+
+
+class _TxAborted(SemError):
+    sqlstate = "25P02"  # in_failed_sql_transaction
+
+
+class Runner:
+    def __init__(
+        self,
+        db: Database,
+        *,
+        application_name: str = "",
+        guard: Callable[[], AbstractContextManager[None]] | None = None,
+    ) -> None:
+        self.db = db
+        self.execution = Execution(db, guard=guard)
+        self.settings = dict(cmd.SESSION_DEFAULTS)
+        self.settings["application_name"] = application_name
+        self.tx = Transaction()
+        self.statements: dict[str, Statement] = {}
+        self.portals: dict[str, Portal] = {}
+        #: statements of SQL-level PREPARE, so EXECUTE returns what they return
+        self.prepared: dict[str, st.Parsed] = {}
+
+    @property
+    def status(self) -> bytes:
+        return self.tx.status
+
+    @property
+    def con(self) -> SemConnection:
+        """The session's connection (replaced after a cancelled statement)."""
+        return self.execution.con
+
+    def portal(self, name: str) -> Portal:
+        portal = self.portals.get(name)
+        if portal is None:
+            raise SemError(f"portal {name!r} does not exist")
+        return portal
+
+    def result(self, portal: Portal) -> Result:
+        if portal.result is None:
+            if not portal.statement.sql.strip():
+                portal.result = Result.command("")
+            else:
+                portal.result = self.run_statement(portal.statement.sql, portal.params)
+            portal.result.formats = portal.formats or [0]
+        return portal.result
+
+    def run_statement(self, sql: str, params: list[Any]) -> Result:
+        command = cmd.parse_command(sql)
+        if self.status == b"E" and not isinstance(command, cmd.End | cmd.RollbackToSavepoint):
+            raise _TxAborted(
+                "current transaction is aborted, commands ignored until end of transaction block"
+            )
+        if command is not None:
+            return self._command(command, params)
+        parsed = self._parse_one(sql)
+        if parsed is None:
+            return Result.command("")
+        self.db.policy.check(parsed)
+        result = self.execution.run_sql(sql, params, parsed)
+        if parsed.type == st.T.PREPARE and (parts := st.prepared_parts(parsed)):
+            self.prepared[parts[0]] = parts[1]
+        if parsed.writes:
+            self.tx.wrote(sql, params)
+        return result
+
+    def _parse_one(self, sql: str) -> st.Parsed | None:
+        """DuckDB's reading of one statement; an ``EXECUTE`` takes its prepared statement's kind."""
+        parsed = st.parse(sql)
+        if len(parsed) > 1:
+            raise duckdb.ParserException(
+                "cannot insert multiple commands into a prepared statement"
+            )
+        if not parsed:
+            return None
+        one = parsed[0]
+        if one.type == st.T.EXECUTE and (inner := self.prepared.get(one.name() or "")):
+            return st.Parsed(one.sql, inner.type, one.text, inner.returning)
+        return one
+
+    def describe_sql(self, sql: str, count: int) -> list[m.Field]:
+        """Fields of a statement that only reads (writes, EXECUTE: described when executed)."""
+        if cmd.parse_command(sql) is not None:
+            return []
+        parsed = st.parse(sql)
+        if len(parsed) != 1 or parsed[0].writes or parsed[0].type not in st.DESCRIBABLE:
+            return []
+        return self.execution.describe_sql(sql, count)
+
+    def _replay(self, write: Write) -> None:
+        sql, params = write
+        parsed = self._parse_one(sql)
+        if parsed is not None:
+            result = self.execution.run_sql(sql, params, parsed)
+            with self.execution.busy():
+                self.execution.translated(lambda: result.take(None))
+            self.execution.close_open()
+
+    def _restart(self) -> None:
+        with contextlib.suppress(duckdb.Error):  # a cancel may have replaced the connection
+            self.con.execute("ROLLBACK")
+        self.con.execute("BEGIN TRANSACTION")
+
+    def _command(self, command: cmd.Command, params: list[Any]) -> Result:
+        if isinstance(command, cmd.Set | cmd.Reset | cmd.Show):
+            return run_setting(self.settings, command)
+        if isinstance(command, cmd.Begin):
+            if self.status == b"I":
+                self.con.execute("BEGIN TRANSACTION")
+                self.tx.begin()
+            return Result.command("BEGIN")
+        if isinstance(command, cmd.End):
+            if self.status == b"I":
+                return Result.command("COMMIT" if command.commit else "ROLLBACK")
+            tag = "COMMIT" if command.commit and self.status == b"T" else "ROLLBACK"
+            self.tx.end()
+            if tag == "COMMIT":
+                self.con.execute("COMMIT")
+            else:
+                with contextlib.suppress(duckdb.Error):
+                    self.con.execute("ROLLBACK")
+            return Result.command(tag)
+        if isinstance(command, cmd.Savepoint):
+            self.tx.savepoint(command.name)
+            return Result.command("SAVEPOINT")
+        if isinstance(command, cmd.Release):
+            self.tx.release(command.name)
+            return Result.command("RELEASE")
+        if isinstance(command, cmd.RollbackToSavepoint):
+            self.tx.rollback_to(command.name, self._restart, self._replay)
+            return Result.command("ROLLBACK")
+        if isinstance(command, cmd.Deallocate):
+            everything = {*self.statements, *self.prepared}
+            for name in everything if command.name is None else {command.name}:
+                self.statements.pop(name, None)
+                if self.prepared.pop(name, None) is not None:
+                    self.con.execute('DEALLOCATE "' + name.replace('"', '""') + '"')
+            return Result.command("DEALLOCATE ALL" if command.name is None else "DEALLOCATE")
+        if isinstance(command, cmd.CopyOut):
+            fmt = copy_format(command.options)
+            result = self.run_statement(command.query, params)
+            result.copy, result.tag_word = fmt, "COPY"
+            return result
+        if isinstance(command, cmd.CopyIn):
+            raise PlanError(
+                "COPY ... FROM STDIN is not supported by this server: use INSERT ... VALUES "
+                "(psycopg executemany) instead"
+            )
+        if isinstance(command, cmd.Declare):
+            # Materialised, so the session can run other statements while the cursor is open.
+            result = self.run_statement(command.query, params)
+            with self.execution.busy():
+                batches = list(self.execution.translated(lambda: list(result.batches or ())))
+            self.execution.close_open()
+            result.batches = iter(batches)
+            self.portals[command.name] = Portal(Statement(command.query, []), [], [0], result)
+            return Result.command("DECLARE CURSOR")
+        if isinstance(command, cmd.Fetch):
+            portal = self.portal(command.name)
+            source = self.result(portal)
+            if command.move:
+                with self.execution.busy():
+                    moved = self.execution.translated(lambda: source.skip(command.count))
+                return Result.command(f"MOVE {moved}")
+            with self.execution.busy():
+                rows, _ = self.execution.translated(lambda: source.take(command.count))
+            fetched = Result("FETCH", source.fields, source.types, iter(()))
+            fetched.preload(rows)
+            return fetched
+        if isinstance(command, cmd.Close):
+            if command.name.lower() == "all":
+                self.portals = {k: v for k, v in self.portals.items() if k == ""}
+            else:
+                self.portal(command.name)
+                self.portals.pop(command.name, None)
+            return Result.command("CLOSE CURSOR")
+        assert isinstance(command, cmd.Ignore)
+        return Result.command(command.tag)
