@@ -9,7 +9,8 @@ concurrent callers share vLLM's continuous batching, and ``abort`` maps to
 the caller's ``__main__`` to be import-safe, which a library cannot promise.
 
 Decisions are constrained to the yes/no tokens (``allowed_token_ids``) and scored from the raw
-log-probabilities of the first token, as in :mod:`duckdb_sem.backends.openai`.
+log-probabilities of the first token, as in :mod:`duckdb_sem.backends.openai`, and calibrated
+per template (:mod:`duckdb_sem.llm.calibration`) when the request carries its template.
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ from duckdb_sem.backends.openai import decide_from_logprobs
 from duckdb_sem.backends.output_retry import answer_with_retries
 from duckdb_sem.backends.registry import BackendSpec, SpecOption
 from duckdb_sem.errors import BackendUnavailableError, ConfigError
+from duckdb_sem.llm.calibration import TemplateOffsets, calibrated
 from duckdb_sem.llm.outputs import OutputParseError, parse_type
 from duckdb_sem.llm.request import Completion, LLMRequest, Task
 
@@ -55,6 +57,7 @@ class VLLMAnswers(Answers):
     top_logprobs: int = 20
     chat_template: str = ""  # digest of the tokenizer's chat template: the prompt format
     answer_words: str = digest(_ANSWER_WORDS)  # the tokens a decision is constrained to
+    calibration: str = "template-v1"  # decisions shifted by their template's content-free offset
 
 
 def _import_vllm() -> Any:
@@ -125,6 +128,7 @@ class VLLMBackend(Backend):
         self._ids = itertools.count()
         self._closed = False
         self.warnings = 0
+        self._offsets = TemplateOffsets()
         self._thread = threading.Thread(target=self._loop, name="duckdb-sem-vllm", daemon=True)
         self._thread.start()
 
@@ -171,7 +175,18 @@ class VLLMBackend(Backend):
         if failed:
             with self._cond:
                 self.warnings += failed
-        return results
+        return [self._calibrated(r, c) for r, c in zip(requests, results, strict=True)]
+
+    def _calibrated(self, request: LLMRequest, completion: Completion) -> Completion:
+        """A decision shifted by its template's content-free offset (llm.calibration)."""
+        if request.output.task is not Task.DECIDE or request.template is None:
+            return completion
+
+        def score(cf: LLMRequest) -> float | None:
+            (out,) = self._run([cf], 0)
+            return self._read(cf, out).score
+
+        return calibrated(completion, self._offsets.offset(request, score), self.threshold)
 
     def _prompt(self, request: LLMRequest) -> str:
         messages = [{"role": "user", "content": request.row}]
