@@ -74,6 +74,7 @@ class WireServer:
         self._pids = itertools.count(1000)
         self._lock = threading.Lock()
         self._connections = 0
+        self._refusing = 0
         self._hangups = HangupWatcher()
         self._sock = _listen(options.host, options.port)
         self.port = int(self._sock.getsockname()[1])
@@ -96,6 +97,12 @@ class WireServer:
             with self._lock:
                 admitted = self._connections < self.options.max_connections
                 self._connections += admitted
+                # A flood past the cap is not answered one thread each: closed at once.
+                answered = admitted or self._refusing < _MAX_REFUSING
+                self._refusing += not admitted and answered
+            if not answered:
+                conn.close()
+                continue
             target = self._handle if admitted else self._refuse
             threading.Thread(target=target, args=(conn,), daemon=True).start()
 
@@ -121,6 +128,8 @@ class WireServer:
             pass
         finally:
             conn.close()
+            with self._lock:
+                self._refusing -= 1
 
     # -- one connection ---------------------------------------------------------------------
     def _handle(self, conn: socket.socket) -> None:
@@ -276,6 +285,8 @@ def _linger(sock: socket.socket) -> None:
 
 
 _LINGER_BYTES = 16 * 1024 * 1024
+#: connections past max_connections answered (FATAL 53300) at the same time; more are closed
+_MAX_REFUSING = 32
 
 
 def _quietly() -> contextlib.AbstractContextManager[None]:
