@@ -17,7 +17,10 @@ itself: no pass can reach a connection another thread is using.
 
 from __future__ import annotations
 
+import contextlib
+import socket
 import threading
+from typing import Any
 
 import httpx
 
@@ -63,6 +66,19 @@ class ThreadClients:
         """The calling thread's own client, else the shared one."""
         client: httpx.Client | None = getattr(self._local, "client", None)
         return client if client is not None else self.shared
+
+    def interrupt(self, client: httpx.Client) -> None:
+        """Shut down the sockets of ``client``'s connections, so a request waiting on one fails
+        at once (closing a socket does not wake a thread blocked reading it; shutting it down
+        does). Best effort: it reads httpcore's pool, and does nothing on other transports."""
+        transport: Any = getattr(client, "_transport", None)
+        pool: Any = getattr(transport, "_pool", None)
+        for pooled in list(getattr(pool, "connections", ())):
+            stream: Any = getattr(getattr(pooled, "_connection", None), "_network_stream", None)
+            sock = stream.get_extra_info("socket") if stream is not None else None
+            if isinstance(sock, socket.socket):
+                with contextlib.suppress(OSError):
+                    sock.shutdown(socket.SHUT_RDWR)
 
     def close(self) -> None:
         with self._lock:

@@ -63,7 +63,7 @@ from duckdb_sem.backends.retry import (
     policy_from_spec,
 )
 from duckdb_sem.backends.tokens import estimate_tokens
-from duckdb_sem.errors import ConfigError
+from duckdb_sem.errors import BackendError, ConfigError
 from duckdb_sem.llm.calibration import TemplateOffsets, calibrated
 from duckdb_sem.llm.request import Completion, LLMRequest, Task
 
@@ -157,6 +157,7 @@ class OpenAIBackend(Backend):
         self._lock = threading.Lock()
         self._queued = self._running = 0
         self._aborted: set[int] = set()
+        self._serving: dict[int, httpx.Client] = {}  # id(request) -> the client sending it
         self._token_cache: dict[str, int] = {}
         self._metrics: tuple[float, Load] = (0.0, Load())
         self.warnings = 0
@@ -204,9 +205,14 @@ class OpenAIBackend(Backend):
         return count
 
     def abort(self, requests: Sequence[LLMRequest]) -> None:
-        """Requests not yet sent are dropped (answered with an ``aborted`` error)."""
+        """Requests not yet sent are dropped and those in flight cut off (their connection is
+        shut down); both are answered with an ``aborted`` error."""
         with self._lock:
-            self._aborted.update(id(r) for r in requests)
+            ids = {id(r) for r in requests}
+            self._aborted |= ids
+            clients = [c for i, c in self._serving.items() if i in ids]
+        for client in clients:
+            self._clients.interrupt(client)
 
     def close(self) -> None:
         self._pool.shutdown(wait=False, cancel_futures=True)
@@ -244,11 +250,17 @@ class OpenAIBackend(Backend):
             if id(request) in self._aborted:
                 return Completion(None, "", 0, 0, error="aborted")
             self._running += 1
+            self._serving[id(request)] = self._clients.current()
         try:
             return self._attempt(request, attempt, priority)
+        except BackendError:
+            if id(request) in self._aborted:  # cut off by abort(), not a server failure
+                return Completion(None, "", 0, 0, error="aborted")
+            raise
         finally:
             with self._lock:
                 self._running -= 1
+                self._serving.pop(id(request), None)
 
     def _attempt(self, request: LLMRequest, attempt: int, priority: int) -> Completion:
         done = self._scored(request, attempt, priority)

@@ -9,6 +9,7 @@ fault-free run returns, or raises.
 from __future__ import annotations
 
 import sqlite3
+import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -16,6 +17,7 @@ from pathlib import Path
 import pytest
 
 import duckdb_sem
+from duckdb_sem.backends.registry import create_backend
 from duckdb_sem.backends.retry import Transient, TransportRetry, call_with_retry
 from duckdb_sem.backends.sim.backend import create
 from duckdb_sem.backends.sim.server import SimServer
@@ -25,6 +27,8 @@ from duckdb_sem.errors import (
     BackendUnavailableError,
     ConfigError,
 )
+from duckdb_sem.llm.prompts import build_request
+from duckdb_sem.llm.request import Completion, OperatorKind
 from duckdb_sem.testing import FaultProxy, fail_every, fail_first
 
 SQL = (
@@ -203,3 +207,22 @@ def test_a_server_that_keeps_failing_is_an_error_naming_backend_and_operator(
     message = str(info.value)
     assert spec in message and "HTTP 503" in message and "sem_filter" in message
     assert "tried 3 time(s)" in message
+
+
+@pytest.mark.integration
+def test_abort_cuts_off_a_request_in_flight(sim_server: SimServer) -> None:
+    """``Backend.abort`` (what the scheduler's cancel calls) ends a request the server holds."""
+    with FaultProxy(sim_server.base_url, plan=fail_first(10**6, "hang"), hang_s=30) as proxy:
+        backend = create_backend(_over(proxy, "timeout=30&retries=0"))
+        request = build_request(OperatorKind.FILTER, "row 1 is good")
+        out: list[Completion] = []
+        worker = threading.Thread(target=lambda: out.extend(backend.complete([request])))
+        worker.start()
+        time.sleep(0.5)  # sent, and held by the proxy
+        aborted = time.monotonic()
+        backend.abort([request])
+        worker.join(timeout=10)
+        took = time.monotonic() - aborted
+        backend.close()
+    assert not worker.is_alive() and took < 5, f"abort took {took:.1f} s (the hang is 30 s)"
+    assert [c.error for c in out] == ["aborted"]
