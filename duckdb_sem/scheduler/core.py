@@ -19,7 +19,6 @@ Deterministic under an injected ``clock`` and a :class:`ManualExecutor`.
 from __future__ import annotations
 
 import itertools
-import logging
 import threading
 import time
 from collections import OrderedDict
@@ -30,7 +29,7 @@ from duckdb_sem.backends.base import Backend
 from duckdb_sem.backends.tokens import request_tokens
 from duckdb_sem.cache.store import LLMCache
 from duckdb_sem.errors import QueryCancelledError, SchedulerError
-from duckdb_sem.llm.request import Completion, LLMRequest
+from duckdb_sem.llm.request import Completion
 from duckdb_sem.scheduler.accounting import QueryState, ThroughputWindow, Usage
 from duckdb_sem.scheduler.admission import (
     ReplicaLimits,
@@ -45,6 +44,8 @@ from duckdb_sem.scheduler.waiters import (
     Pending,
     Running,
     Waiter,
+    abandon,
+    abort_on_backends,
     dispatch_work,
     fail_waiter,
     fill,
@@ -52,8 +53,6 @@ from duckdb_sem.scheduler.waiters import (
 )
 
 __all__ = ["Scheduler"]
-
-log = logging.getLogger(__name__)
 
 _RECENT = 4096  # completed answers kept until the cache surely has them
 
@@ -180,7 +179,6 @@ class Scheduler:
         Running work that no other query waits on is aborted (``Backend.abort``; the executor
         stops between backend batches); what finishes anyway goes to the cache.
         """
-        aborts: list[tuple[Backend, list[LLMRequest]]] = []
         with self._lock:
             for pending in list(self._pending.values()):
                 mine = [(w, i) for w, i in pending.waiters if w.seu.query_id == query_id]
@@ -201,16 +199,8 @@ class Scheduler:
                         if owner is not None:
                             owner.queued -= 1
             self._queries.pop(query_id, None)
-            for running in self._running.values():
-                rest = running.work[running.answered :]
-                if not running.aborted and rest and not any(p.waiters for p in rest):
-                    running.aborted = True
-                    aborts.append((running.replica.backend, [p.request for p in rest]))
-        for backend, requests in aborts:
-            try:
-                backend.abort(requests)
-            except Exception as err:  # noqa: BLE001 - best effort: the work then finishes
-                log.warning("abort on %s failed: %s", backend.describe(), err)
+            aborts = abandon(self._running.values())
+        abort_on_backends(aborts)
 
     def wanted(self, dispatch_id: int) -> bool:
         """False once every query waiting on the dispatch's remaining work was cancelled."""

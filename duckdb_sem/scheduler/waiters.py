@@ -14,6 +14,8 @@ Not thread-safe by themselves: the scheduler calls these under its lock.
 
 from __future__ import annotations
 
+import logging
+from collections.abc import Iterable
 from concurrent.futures import Future
 from dataclasses import dataclass, field
 
@@ -27,7 +29,19 @@ from duckdb_sem.scheduler.executor import Dispatch
 from duckdb_sem.scheduler.policies import QueuedSEU
 from duckdb_sem.scheduler.seu import SEU, Served, SEUResult
 
-__all__ = ["Pending", "Running", "Waiter", "dispatch_work", "fail_waiter", "fill", "naming"]
+__all__ = [
+    "Pending",
+    "Running",
+    "Waiter",
+    "abandon",
+    "abort_on_backends",
+    "dispatch_work",
+    "fail_waiter",
+    "fill",
+    "naming",
+]
+
+log = logging.getLogger(__name__)
 
 
 @dataclass(eq=False)
@@ -103,6 +117,27 @@ def dispatch_work(
         owner.queued -= 1
         owner.attained += tokens
     return Running(dispatch, replica, work)
+
+
+def abandon(running: Iterable[Running]) -> list[tuple[Backend, list[LLMRequest]]]:
+    """Mark the dispatches whose unanswered work nobody waits on any more as aborted, and say
+    which requests of which backend to abort."""
+    aborts = []
+    for dispatch in running:
+        rest = dispatch.work[dispatch.answered :]
+        if not dispatch.aborted and rest and not any(p.waiters for p in rest):
+            dispatch.aborted = True
+            aborts.append((dispatch.replica.backend, [p.request for p in rest]))
+    return aborts
+
+
+def abort_on_backends(aborts: Iterable[tuple[Backend, list[LLMRequest]]]) -> None:
+    """``Backend.abort`` each (outside the scheduler's lock); a failure is logged, not raised."""
+    for backend, requests in aborts:
+        try:
+            backend.abort(requests)
+        except Exception as err:  # noqa: BLE001 - best effort: the work then finishes
+            log.warning("abort on %s failed: %s", backend.describe(), err)
 
 
 def naming(error: BaseException, operator: str, backend: Backend) -> BaseException:
