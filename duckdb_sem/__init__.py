@@ -13,6 +13,8 @@ cache.
 
 from __future__ import annotations
 
+import threading
+from collections.abc import Sequence
 from dataclasses import replace
 from typing import Any
 
@@ -65,7 +67,9 @@ __all__ = [
     "TemplateError",
     "UnknownColumnError",
     "connect",
+    "default_connection",
     "install",
+    "sql",
 ]
 
 __version__ = "0.1.0"
@@ -126,3 +130,22 @@ def connect(
     settings = _settings(backend, cache, scheduler, batch_size)
     session = install(con, backend=backend, cache=cache, scheduler=scheduler, batch_size=batch_size)
     return SemConnection(con, session, settings, optimize=optimize)
+
+
+_default: SemConnection | None = None
+_default_lock = threading.Lock()
+
+
+def default_connection() -> SemConnection:
+    """The process's shared in-memory connection, as ``duckdb.default_connection()`` (opened
+    on first use with the environment's settings)."""
+    global _default
+    with _default_lock:
+        if _default is None:
+            _default = connect()
+        return _default
+
+
+def sql(query: str, *, params: Sequence[Any] | None = None) -> SemRelation:
+    """``duckdb.sql()`` with semantic SQL: runs on :func:`default_connection`."""
+    return default_connection().sql(query, params=params)

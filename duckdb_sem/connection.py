@@ -16,6 +16,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 import duckdb
+import pyarrow as pa
 
 from duckdb_sem.config import Settings
 from duckdb_sem.errors import PlanError, QueryCancelledError
@@ -23,6 +24,7 @@ from duckdb_sem.explain import explain_semantic
 from duckdb_sem.relation import SemRelation
 from duckdb_sem.runtime.context import Progress, QueryStats
 from duckdb_sem.runtime.entry import run_query, written_plan
+from duckdb_sem.runtime.operators import SemEngine
 from duckdb_sem.runtime.progress import QueryProgress, RuntimeOptions
 from duckdb_sem.sources import SourceRegistry
 from duckdb_sem.surface.bind import BoundQuery, bind_sql
@@ -140,8 +142,34 @@ class SemConnection:
         """The underlying DuckDB connection (semantic functions installed, no SQL rewriting)."""
         return self._con
 
+    def cursor(self) -> SemConnection:
+        """A new connection to the same database with the semantic functions: its own session
+        (query context, UDF names) on this connection's engine, scheduler and cache."""
+        raw = self._con.cursor()
+        client = self.session.engine.client
+        share = getattr(client, "share", None)  # a handle of its own, released by its close()
+        engine = SemEngine(share() if share is not None else client,
+                           batch_size=self.session.engine.batch_size)  # fmt: skip
+        session = SemSession(raw, engine)
+        session.install()
+        child = SemConnection(raw, session, self.settings, optimize=self.optimize)
+        child.runtime = self.runtime
+        return child
+
     def __getattr__(self, name: str) -> Any:
-        return getattr(self._con, name)
+        """DuckDB's own methods; those that return a relation (``read_csv``, ``read_parquet``,
+        ``read_json``, ``values``, ``from_query``, ...) return a semantic-capable one."""
+        attr = getattr(self._con, name)
+        if not callable(attr):
+            return attr
+
+        def call(*args: Any, **kwargs: Any) -> Any:
+            value = self._translating(attr)(*args, **kwargs)
+            if isinstance(value, duckdb.DuckDBPyRelation):
+                return SemRelation(value, self)
+            return value
+
+        return call
 
     # -- duckdb-sem additions ---------------------------------------------------------------
     def stats(self) -> QueryStats:
@@ -215,8 +243,24 @@ class SemConnection:
 
     def _stream_planned(self, sql: str) -> Any:
         """Run a planned query: a new query context, its rows as an Arrow stream, SEU by SEU."""
+        names = self._duckdb_names(sql)
         query = self.session.new_query(on_progress=self.on_progress)
-        return run_query(self, sql, self.session.engine, query, options=self.runtime)
+        reader = run_query(self, sql, self.session.engine, query, options=self.runtime)
+        if names is None or len(names) != len(reader.schema) or names == reader.schema.names:
+            return reader
+        schema = pa.schema([f.with_name(n) for f, n in zip(reader.schema, names, strict=True)])
+        renamed = (b.rename_columns(names) for b in reader)
+        return pa.RecordBatchReader.from_batches(schema, renamed)
+
+    def _duckdb_names(self, sql: str) -> list[str] | None:
+        """The column names DuckDB gives ``sql`` (``count_star()``, ``(id + 1)``,
+        ``sem_map('{text} short')``), so a planned result is named as DuckDB names it. Only
+        binds: the ``sem_*`` macros accept the named form, and nothing runs."""
+        try:
+            names: list[str] = self._con.sql(sql).columns
+        except duckdb.Error:
+            return None
+        return names
 
     def _show(self, table: Any) -> None:
         """Make ``table`` the pending result, so fetch*/description/arrow work as after execute."""

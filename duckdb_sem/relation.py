@@ -95,6 +95,10 @@ class SemRelation:
         """This relation as an open chain: itself, or a new one reading it as a source."""
         if self._chain is not None:
             return self._chain
+        target = self._target()
+        if target._rel is None and target._planned is not None:
+            # a query not yet run stays a query: the chain reads it as a subquery (lazy)
+            return Chain((ChainSource(f"({target._planned})", "rel", tuple(target.columns)),))
         name = self._owner._sources.unique_name("rel")
         self._keep = (self._keep, self._owner._sources.hold({name: self.relation}))
         columns = tuple(self.relation.columns)
@@ -284,11 +288,18 @@ class SemRelation:
         return schema
 
     def filter(self, condition: str) -> SemRelation:
-        """A relational predicate; inside an open chain it is planned with the chain."""
-        if self._chain is None or not isinstance(condition, str):
+        """A predicate, relational or semantic (``"sem_filter('{text} ...')"``): inside an open
+        chain it is planned with the chain; a query not yet run, or a condition with a
+        semantic call, opens a chain over this relation."""
+        if not isinstance(condition, str):
             return self._rewrap(self.relation.filter(condition))
-        where = (*self._chain.where, f"({condition})")
-        return self._with(chain=dataclasses.replace(self._chain, where=where))
+        target = self._target()
+        lazy = target._rel is None and target._planned is not None
+        if self._chain is None and not lazy and "sem_" not in condition.lower():
+            return self._rewrap(self.relation.filter(condition))
+        chain = self._open_chain()
+        where = (*chain.where, f"({condition})")
+        return self._with(chain=dataclasses.replace(chain, where=where))
 
     def set_alias(self, alias: str) -> SemRelation:
         chain = self._open_chain()

@@ -89,6 +89,12 @@ class SharedScheduler:
     def cancel(self, query_id: str) -> None:
         self.scheduler.cancel(query_id)
 
+    def share(self) -> SharedScheduler:
+        """Another handle on the same scheduler and cache (a cursor's), released on its own."""
+        with _lock:
+            self._entry.users += 1
+        return SharedScheduler(self._entry, self.cache)
+
     def close(self) -> None:
         """Release this connection's share; the last one closes the scheduler (idempotent)."""
         with _lock:
