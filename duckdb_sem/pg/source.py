@@ -28,7 +28,7 @@ import psycopg
 import sqlglot
 from sqlglot import exp
 
-from duckdb_sem.errors import BackendUnavailableError, ConfigError
+from duckdb_sem.errors import BackendUnavailableError, ConfigError, PlanError
 from duckdb_sem.identifiers import quote_identifier as _ident
 from duckdb_sem.identifiers import quote_qualified
 from duckdb_sem.pg.pushdown import scan_needs
@@ -105,8 +105,16 @@ class PgSource:
             return sql
         try:
             root = sqlglot.parse_one(sql, dialect="duckdb")
-        except sqlglot.errors.ParseError:
-            return sql  # DuckDB will report the syntax error itself
+        except sqlglot.errors.ParseError as err:
+            try:
+                con.extract_statements(sql)
+            except duckdb.Error:
+                return sql  # DuckDB will report the syntax error itself
+            raise PlanError(
+                f"this statement reads {self.alias}.* (PostgreSQL) but cannot be rewritten to do "
+                f"so: {str(err).splitlines()[0][:200]}; read the table in a simpler query first, "
+                "e.g. CREATE TEMP TABLE t AS SELECT ... FROM " + f"{self.alias}.schema.table"
+            ) from None
         refs = [t for t in root.find_all(exp.Table) if t.catalog.lower() == self.alias.lower()]
         if not refs:
             return sql
