@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import os
+import re
 import socket
 import subprocess
 import sys
-import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -68,18 +68,12 @@ class WireProcess:
         return str(make_conninfo(**parts))
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 @contextmanager
 def wire_server(db: Path, *args: str, env: dict[str, str] | None = None) -> Iterator[WireProcess]:
-    port = _free_port()
+    """Port 0: the server binds a free port and reports it (no pick-a-port-then-bind race)."""
     command: Sequence[str] = [
         sys.executable, "-c", "from duckdb_sem.cli.main import main; main()", "pgwire",
-        "--db", str(db), "--listen", f"127.0.0.1:{port}", "--cache", "off", *args,
+        "--db", str(db), "--listen", "127.0.0.1:0", "--cache", "off", *args,
     ]  # fmt: skip
     full_env = {**os.environ, **(env or {})}
     process = subprocess.Popen(
@@ -89,19 +83,14 @@ def wire_server(db: Path, *args: str, env: dict[str, str] | None = None) -> Iter
         stderr=subprocess.PIPE,
     )
     try:
-        deadline = time.monotonic() + 30
-        while True:
-            if process.poll() is not None:
-                raise RuntimeError(
-                    f"pgwire exited: {process.stderr.read().decode() if process.stderr else ''}"
-                )
-            try:
-                socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
-                break
-            except OSError:
-                if time.monotonic() > deadline:
-                    raise
-                time.sleep(0.1)
+        assert process.stderr is not None
+        port = 0
+        while not port:  # "duckdb-sem pgwire: listening on 127.0.0.1:PORT (database ...)"
+            line = process.stderr.readline().decode(errors="replace")
+            if not line:
+                raise RuntimeError(f"pgwire exited with {process.wait()} before listening")
+            found = re.search(r"listening on [^ ]*:(\d+) ", line)
+            port = int(found.group(1)) if found else 0
         yield WireProcess(port, db.stem, process)
     finally:
         stop(process)
