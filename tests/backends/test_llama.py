@@ -1,10 +1,10 @@
 """The embedded llama.cpp backend on the real bundled model (SmolLM2-135M) and real labelled data.
 
-Figures behind the floors (greedy, seeded, so every run gives the same answers): on the first 40
-bundled reviews (part of the tuning rows 1-100), decision accuracy was 0.80 (32/40, AUC 0.85),
-yes-rate 0.475; chance is 0.5. Held-out figures (reviews 101-300) are in
-benchmarks/results/embedded_quality.md. The floor leaves four rows of slack for other CPUs or
-threads.
+Floors are asserted on held-out rows only: every second bundled review of 101-300 (rows 1-100
+tuned the prompts and few-shot examples; no row here did). Figures behind them (greedy, so a
+rerun gives the same answers): with the template, accuracy 0.58, ROC AUC 0.64, yes-share 0.60
+against a true share of 0.44 (1 thread). The floors leave slack for other CPUs or thread
+counts; chance is 0.5. The benchmark on three datasets is benchmarks/bench_embedded_quality.py.
 """
 
 from __future__ import annotations
@@ -20,11 +20,14 @@ from duckdb_sem.data import dataset_path
 from duckdb_sem.errors import BackendUnavailableError
 from duckdb_sem.llm.prompts import build_request
 from duckdb_sem.llm.request import Completion, LLMRequest, OperatorKind
+from duckdb_sem.llm.template import parse_template
 
 pytestmark = pytest.mark.model
 
-N_ROWS = 40
-ACCURACY_FLOOR = 0.70  # measured 0.80 on these rows; chance is 0.5
+HELD_OUT = slice(100, 300, 2)  # bundled reviews 101-300, every second one
+ACCURACY_FLOOR = 0.53  # measured 0.58
+AUC_FLOOR = 0.58  # measured 0.64
+FILTER = parse_template("Is this movie review positive? {text}").positional()
 
 
 @pytest.fixture(scope="module")
@@ -36,25 +39,73 @@ def backend() -> Iterator[LlamaBackend]:
 
 def _reviews() -> list[tuple[str, bool]]:
     with dataset_path("rt_reviews.csv").open(newline="", encoding="utf-8") as f:
-        rows = list(csv.DictReader(f))[:N_ROWS]
+        rows = list(csv.DictReader(f))[HELD_OUT]
     return [(row["text"], row["fresh"] == "True") for row in rows]
 
 
+def _auc(scores: list[float], labels: list[bool]) -> float:
+    pos = [s for s, lab in zip(scores, labels, strict=True) if lab]
+    neg = [s for s, lab in zip(scores, labels, strict=True) if not lab]
+    return sum((p > n) + 0.5 * (p == n) for p in pos for n in neg) / (len(pos) * len(neg))
+
+
 @pytest.mark.slow
-def test_filter_accuracy_on_labelled_reviews(backend: LlamaBackend) -> None:
+def test_filter_on_held_out_reviews(backend: LlamaBackend) -> None:
     reviews = _reviews()
     requests = [
-        build_request(OperatorKind.FILTER, f"Is this movie review positive? {text}")
+        build_request(OperatorKind.FILTER, FILTER.render([text]), template=FILTER)
         for text, _ in reviews
     ]
     answers = []
     for start in range(0, len(requests), backend.capacity().max_batch):
         answers += backend.complete(requests[start : start + backend.capacity().max_batch])
-    correct = sum(a.value == label for a, (_, label) in zip(answers, reviews, strict=True))
+    labels = [label for _, label in reviews]
+    correct = sum(a.value == label for a, label in zip(answers, labels, strict=True))
     assert all(isinstance(a.value, bool) and a.text in ("yes", "no") for a in answers)
     assert all(a.prompt_tokens > 0 and a.completion_tokens == 1 for a in answers)
     assert all(a.score is not None and (a.score > 0) == a.value for a in answers)
     assert correct / len(reviews) >= ACCURACY_FLOOR
+    assert _auc([float(a.score or 0.0) for a in answers], labels) >= AUC_FLOOR
+    yes = sum(bool(a.value) for a in answers) / len(answers)
+    assert 0.1 <= yes <= 0.9  # calibrated per template: neither collapse
+
+
+def test_calibration_is_per_template(backend: LlamaBackend) -> None:
+    texts = ["A joyous, clever delight.", "Tedious and badly acted."]
+    other = parse_template("Is the overall verdict of this review favourable? Review: {0}")
+    for template in (FILTER, other):
+        requests = [
+            build_request(OperatorKind.FILTER, template.render([t]), template=template)
+            for t in texts
+        ]
+        backend.complete(requests)
+    offsets = {k: v for k, v in backend._calibration.items() if k[2] is not None}
+    pieces = {k[2] for k in offsets}
+    assert {FILTER.pieces, other.pieces} <= pieces  # one offset per template
+    assert len({round(v, 6) for v in offsets.values()}) == len(offsets)
+
+
+def test_scale_and_labels_are_scored_in_one_pass(backend: LlamaBackend) -> None:
+    rating = parse_template("Rate the movie review from 1 (awful) to 5 (excellent): {0}")
+    reviews = _reviews()[:6]
+    requests = [
+        build_request(OperatorKind.MAP, rating.render([t]), output_type="INTEGER",
+                      template=rating)
+        for t, _ in reviews
+    ]  # fmt: skip
+    answers = backend.complete(requests)
+    assert all(a.value in {1, 2, 3, 4, 5} and a.completion_tokens == 1 for a in answers)
+    assert all(a.score is not None and 1.0 <= a.score <= 5.0 for a in answers)
+    genre = build_request(
+        OperatorKind.MAP, "Which genre is this film? A detective hunts a killer in Paris.",
+        labels=("crime thriller", "romantic comedy", "animated musical"),
+    )  # fmt: skip
+    (label,) = backend.complete([genre])
+    assert label.value in genre.output.labels and label.error is None
+    (flag,) = backend.complete(
+        [build_request(OperatorKind.MAP, "Is Paris in France?", output_type="BOOLEAN")]
+    )
+    assert isinstance(flag.value, bool) and flag.completion_tokens == 1
 
 
 def test_decisions_are_deterministic_and_cache_independent(backend: LlamaBackend) -> None:
