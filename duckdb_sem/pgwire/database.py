@@ -19,6 +19,7 @@ per statement in :mod:`.policy`.
 from __future__ import annotations
 
 import logging
+import re
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, replace
@@ -129,9 +130,10 @@ def _open(options: DatabaseOptions) -> duckdb.DuckDBPyConnection:
     except duckdb.IOException as err:
         text = str(err)
         if "lock" in text.lower():
-            holder = text.split("Conflicting lock is held in", 1)[-1].strip().split("\n")[0]
+            held = re.search(r"held in (.+?) \(PID (\d+)\)", text)
+            holder = f"PID {held.group(2)}, {held.group(1)}" if held else "see lsof"
             raise ConfigError(
-                f"database {path!r} is locked by another process ({holder[:120]}): stop it, "
+                f"database {path!r} is locked by another process ({holder}): stop it, "
                 "or serve a copy of the file"
             ) from None
         raise ConfigError(f"cannot open database {path!r}: {text.splitlines()[0]}") from None
