@@ -35,7 +35,7 @@ __all__ = ["SemConnection", "SemRelation"]
 
 log = logging.getLogger(__name__)
 
-_EXPLAIN = re.compile(r"^\s*EXPLAIN\s+(ANALYZE\s+)?SEMANTIC\s+", re.IGNORECASE)
+_EXPLAIN = re.compile(r"^\s*EXPLAIN\s+(ANALYZE\s+)?SEMANTIC\s+(VERBOSE\s+)?", re.IGNORECASE)
 
 
 class SemConnection:
@@ -184,9 +184,9 @@ class SemConnection:
             return QueryProgress()
         return run.progress()  # type: ignore[attr-defined]
 
-    def explain_semantic(self, query: str, *, analyze: bool = False) -> str:
+    def explain_semantic(self, query: str, *, analyze: bool = False, verbose: bool = False) -> str:
         """``EXPLAIN [ANALYZE] SEMANTIC query`` as text (see :mod:`duckdb_sem.explain`)."""
-        return explain_semantic(self, query, analyze=analyze)
+        return explain_semantic(self, query, analyze=analyze, verbose=verbose)
 
     def interrupt(self) -> None:
         """Cancel the running query: its queued LLM work is dropped, DuckDB is interrupted."""
@@ -274,7 +274,9 @@ class SemConnection:
         match = _EXPLAIN.match(query)
         if match is None:
             return None
-        text = self.explain_semantic(query[match.end() :], analyze=bool(match.group(1)))
+        text = self.explain_semantic(
+            query[match.end() :], analyze=bool(match.group(1)), verbose=bool(match.group(2))
+        )
         return text.splitlines()
 
     def _translating(self, fn: Callable[..., Any]) -> Callable[..., Any]:

@@ -66,6 +66,14 @@ class RetryPolicy:
 RETRY_POLICY = RetryPolicy()
 
 
+def plain_chat(request: LLMRequest) -> list[dict[str, str]]:
+    """A request as two chat turns: the instruction (system) and the rendered row (user)."""
+    return [
+        {"role": "system", "content": request.prefix},
+        {"role": "user", "content": request.row},
+    ]
+
+
 class Backend(abc.ABC):
     """Base class of every backend; see the module docstring for the contract."""
 
@@ -100,6 +108,12 @@ class Backend(abc.ABC):
 
     def close(self) -> None:  # noqa: B027 - optional hook
         """Release the model or connections."""
+
+    def messages(self, request: LLMRequest) -> list[dict[str, str]]:
+        """The chat this backend sends for ``request`` (``EXPLAIN SEMANTIC VERBOSE`` shows it):
+        the instruction as the system turn, the rendered row as the user turn. Backends that
+        add few-shot examples or another layout override it."""
+        return plain_chat(request)
 
     def describe(self) -> str:
         label = f"{self.spec} ({self.backend_id})"

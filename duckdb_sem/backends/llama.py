@@ -36,7 +36,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from duckdb_sem.backends.base import RETRY_POLICY, Backend, Capacity
+from duckdb_sem.backends.base import RETRY_POLICY, Backend, Capacity, plain_chat
 from duckdb_sem.backends.llama_identity import OPTIONS, llama_answers
 from duckdb_sem.backends.llama_model import (
     DEFAULT_MODEL_FILE,
@@ -154,6 +154,14 @@ class LlamaBackend(Backend):
         score = margin - offset
         yes = score > 0
         return Completion(yes, "yes" if yes else "no", n_prompt, 1, score)
+
+    def messages(self, request: LLMRequest) -> list[dict[str, str]]:
+        """Decisions carry the few-shot examples; closed answers and generation do not."""
+        if request.output.task is Task.DECIDE:
+            return decide_messages(request.prefix, request.row)
+        if request.output.task is Task.CLASSIFY:
+            return choice_messages(request.prefix, request.row)
+        return plain_chat(request)
 
     def _margin(self, request: LLMRequest, row: str) -> tuple[float, int]:
         """log P(yes tokens) - log P(no tokens) as the assistant turn starts, and prompt size."""

@@ -35,14 +35,29 @@ def render_table(table: object, *, title: str | None = None, max_rows: int = 50)
 @click.option("--db", default=":memory:", show_default=True, help="DuckDB database file.")
 @click.option("--format", "fmt", type=click.Choice(["table", "csv", "json"]), default="table")
 @click.option("--stats/--no-stats", default=True, help="Print LLM usage after the result.")
+@click.option(
+    "--show-prompts",
+    is_flag=True,
+    help="Print the plan and what each operator asks the model for its first row (EXPLAIN "
+    "SEMANTIC VERBOSE) on stderr before running.",
+)
 @connection_options
 def query(
-    sql: str, db: str, fmt: str, stats: bool, backend: str, cache: str | None, scheduler: str | None
+    sql: str,
+    db: str,
+    fmt: str,
+    stats: bool,
+    show_prompts: bool,
+    backend: str,
+    cache: str | None,
+    scheduler: str | None,
 ) -> None:
     """Run SQL (semantic or not) and print the result."""
     err = Console(stderr=True)
     try:
         con = duckdb_sem.connect(db, backend=backend, cache=cache, scheduler=scheduler)
+        if show_prompts:
+            err.print(con.explain_semantic(sql, verbose=True), markup=False, highlight=False)
         table = run_with_progress(con, sql, console=err)
     except SemError as exc:
         err.print(f"[red]error[/red] ({type(exc).__name__}): {exc}")

@@ -116,8 +116,13 @@ class SemEngine:
         for i in range(len(items) - 1, -1, -1):
             left[i] = left[i + 1] + _request_cost(items[i][1])
         done = 0
+        debug = log.isEnabledFor(logging.DEBUG)
         for start in range(0, len(items), self.batch_size):
             chunk = items[start : start + self.batch_size]
+            if debug:  # -vv: one line per request, what is asked (the row as rendered)
+                for sig, r in chunk:
+                    log.debug("%s %s %s %s: %r", query.query_id, label, sig[:12],
+                              r.output.task.value, r.row[:300])  # fmt: skip
             remaining = left[start]
             if query.remaining_cost is not None:  # the estimator's figure, when planned
                 remaining = max(query.remaining_cost, remaining)

@@ -2,11 +2,15 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator
+from pathlib import Path
 
+import duckdb
 import pytest
+from click.testing import CliRunner
 
 import duckdb_sem
 from duckdb_sem.backends.rules import RuleBackend
+from duckdb_sem.cli.query import query as query_command
 from duckdb_sem.errors import PlanError
 from duckdb_sem.explain import explain_semantic
 from duckdb_sem.optimizer import plan_query
@@ -76,3 +80,28 @@ def test_explain_says_when_a_statement_is_not_planned(con: duckdb_sem.SemConnect
     )
     assert text.startswith("not planned by the optimizer: ")
     assert "DuckDB plan:" in text and "__semudf_filter" in text
+
+
+def test_explain_verbose_shows_what_each_operator_asks(con: duckdb_sem.SemConnection) -> None:
+    rows = con.sql("EXPLAIN SEMANTIC VERBOSE " + QUERY).fetchall()
+    text = "\n".join(r[0] for r in rows)
+    assert "prompts (the first row of each operator):" in text
+    # the rendered first row of reviews (id 0 is 'good 0'), as the backend would receive it
+    assert "[user] good 0 is positive" in text
+    assert "[user] good 0 gist" in text
+    assert "decoding: max_tokens=1 temperature=0.0 seed=0; output: decide BOOLEAN" in text
+    assert "backend: test:" in text
+
+
+def test_show_prompts_on_the_command_line(tmp_path: Path) -> None:
+    db = tmp_path / "r.duckdb"
+    setup = duckdb.connect(str(db))
+    setup.execute("CREATE TABLE r AS SELECT range AS id, 'row ' || range AS text FROM range(20)")
+    setup.close()
+    result = CliRunner().invoke(
+        query_command,
+        ["--db", str(db), "--backend", "test:?hash=0.5", "--cache", "off", "--show-prompts",
+         "SELECT id FROM r WHERE sem_filter('Is {text} fine?') LIMIT 2"],
+    )  # fmt: skip
+    assert result.exit_code == 0, result.output
+    assert "[user] Is row 0 fine?" in result.output
