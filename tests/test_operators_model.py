@@ -1,8 +1,9 @@
 """Every semantic operator, through SQL, on the real embedded model (SmolLM2-135M, llama.cpp).
 
-Floors are set a margin below what was measured on the bundled, labelled Rotten Tomatoes data
-(see the closing notes of the skeleton issue): the model is tiny, so they check that the real
-path works and beats chance where it measurably does, not that the answers are good.
+Floors are set a margin below what was measured on held-out bundled Rotten Tomatoes reviews
+(101-300, every second: rows 1-100 tuned the prompts; see tests/backends/test_llama.py, which
+asks the same requests without SQL): the model is tiny, so they check that the real path works
+and beats chance where it measurably does, not that the answers are good.
 """
 
 from __future__ import annotations
@@ -27,15 +28,15 @@ def con(tmp_path_factory: pytest.TempPathFactory) -> Iterator[duckdb_sem.SemConn
     c.close()
 
 
-def test_filter_beats_chance_on_labelled_reviews(con: duckdb_sem.SemConnection) -> None:
+def test_filter_beats_chance_on_held_out_reviews(con: duckdb_sem.SemConnection) -> None:
     table = con.sql(
         "SELECT fresh AS label, sem_filter('Is this movie review positive? {text}') AS predicted "
-        "FROM (SELECT * FROM reviews ORDER BY review_id LIMIT 40)"
+        "FROM (SELECT * FROM reviews WHERE review_id > 100 AND review_id % 2 = 1)"
     ).to_arrow_table()
     result = score(table)
-    assert result is not None and result.rows == 40
-    # measured 0.80 on these 40 rows (0.74 on the first 80); chance is 0.5
-    assert result.accuracy >= 0.70
+    assert result is not None and result.rows == 100
+    # measured 0.58 on these rows (per-template calibration); chance is 0.5
+    assert result.accuracy >= 0.53
 
 
 def test_typed_map_returns_valid_integers(con: duckdb_sem.SemConnection) -> None:
