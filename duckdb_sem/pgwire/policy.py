@@ -58,6 +58,8 @@ class Policy:
 
     def check(self, parsed: Parsed) -> None:
         """Raise :class:`RefusedError` or :class:`ReadOnlyError` if ``parsed`` may not run."""
+        if parsed.explained is not None:  # EXPLAIN ANALYZE runs its statement
+            self.check(parsed.explained)
         text = parsed.text
         if parsed.type == T.ATTACH and not self.external_access:
             raise RefusedError(
@@ -86,7 +88,7 @@ class Policy:
 
     def _check_read_only(self, parsed: Parsed) -> None:
         inner = prepared_parts(parsed) if parsed.type == T.PREPARE else None
-        target = inner[1] if inner else parsed
+        target = inner[1] if inner else (parsed.explained or parsed)
         if target.writes:
             verb = " ".join(target.text.split()[:1]).upper() or target.type.name
             raise ReadOnlyError(

@@ -39,6 +39,9 @@ _NAME = r'"(?:[^"]|"")+"|[\w$]+'
 _PREPARE = re.compile(
     rf"^PREPARE\s+(?P<name>{_NAME})\s*(?:\([^)]*\))?\s+AS\s+(?P<body>.+)$", re.I | re.S
 )
+_EXPLAIN_ANALYZE = re.compile(
+    r"^EXPLAIN\s+(?:ANALYZE\b|\([^)]*\bANALYZE\b[^)]*\))\s*(?P<body>.+)$", re.I | re.S
+)
 _EXECUTE = re.compile(rf"^EXECUTE\s+(?P<name>{_NAME})", re.I)
 
 _parser = duckdb.connect(":memory:")
@@ -51,6 +54,8 @@ class Parsed:
     type: duckdb.StatementType
     text: str  # without comments, for tags and names
     returning: bool = False
+    #: what an ``EXPLAIN ANALYZE`` runs (it writes what its statement writes)
+    explained: Parsed | None = None
 
     @property
     def returns_rows(self) -> bool:
@@ -58,7 +63,7 @@ class Parsed:
 
     @property
     def writes(self) -> bool:
-        return self.type in WRITE_TYPES
+        return self.type in WRITE_TYPES or (self.explained is not None and self.explained.writes)
 
     @property
     def row_tag(self) -> str:
@@ -108,7 +113,12 @@ def parse(sql: str) -> list[Parsed]:
     for statement in statements:
         text = str(statement.query)
         returning = statement.type in _DML and _has_returning(text)
-        out.append(Parsed(text, statement.type, strip_comments(text), returning))
+        stripped = strip_comments(text)
+        explained = None
+        if statement.type == T.EXPLAIN and (match := _EXPLAIN_ANALYZE.match(stripped)):
+            inner = parse(match["body"])
+            explained = inner[0] if len(inner) == 1 else None
+        out.append(Parsed(text, statement.type, stripped, returning, explained))
     return out
 
 

@@ -41,7 +41,11 @@ def test_catalogs_cannot_be_detached_or_attached(read_only: WireProcess) -> None
     ):
         for sql in ("DETACH sem", "DETACH DATABASE IF EXISTS memory", 'DETACH "sem"'):
             _refused(a, sql, "42501")
-        for sql in ("ATTACH ':memory:' AS scratch", "ATTACH 'x.duckdb' AS x"):
+        for sql in (
+            "ATTACH ':memory:' AS scratch",
+            "ATTACH 'x.duckdb' AS x",
+            "EXPLAIN ANALYZE CREATE MACRO sem_filter(t) AS true",
+        ):
             _refused(a, sql, "42501")
         assert b.execute("SELECT count(*) FROM reviews").fetchone() == (4,)
         assert a.execute("SELECT count(*) FROM reviews").fetchone() == (4,)
@@ -104,6 +108,8 @@ def test_read_only_server_is_read_only_for_every_object(read_only: WireProcess) 
             "/* hidden */ DELETE FROM reviews",
             "PREPARE p AS DELETE FROM reviews",
             "CREATE SEQUENCE s",
+            "EXPLAIN ANALYZE CREATE TEMP TABLE sneaky AS SELECT 1 AS a",
+            "EXPLAIN (ANALYZE) DELETE FROM reviews",
         ):
             _refused(a, sql, "25006")
         assert a.execute("SELECT count(*) FROM reviews").fetchone() == (4,)
