@@ -120,14 +120,20 @@ def connect(
     read_only: bool = False,
     config: dict[str, Any] | None = None,
     optimize: bool = True,
+    max_llm_calls: int | None = None,
+    max_prompt_tokens: int | None = None,
 ) -> SemConnection:
     """Open a DuckDB database with semantic SQL; see :func:`install` for the options.
 
     With ``optimize`` (the default) semantic SELECTs the optimizer can plan run on the chosen
     plan; others, and all with ``optimize=False``, run through the UDFs as written.
+    ``max_llm_calls`` / ``max_prompt_tokens`` bound each query's backend work (it fails before
+    passing them; see ``duckdb_sem.runtime.budget``), over ``DUCKDB_SEM_MAX_LLM_CALLS`` and ``DUCKDB_SEM_MAX_PROMPT_TOKENS``.
     """
     con = duckdb.connect(database, read_only=read_only, config=config or {})
-    settings = _settings(backend, cache, scheduler, batch_size)
+    settings = _settings(backend, cache, scheduler, batch_size).with_overrides(
+        max_llm_calls=max_llm_calls, max_prompt_tokens=max_prompt_tokens
+    )
     session = install(con, backend=backend, cache=cache, scheduler=scheduler, batch_size=batch_size)
     return SemConnection(con, session, settings, optimize=optimize)
 

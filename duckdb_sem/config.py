@@ -15,6 +15,8 @@ variable                        default                     meaning
 ``DUCKDB_SEM_ESTIMATOR_BACKEND``  (off)                     small model that samples each batch, a spec
 ``DUCKDB_SEM_ESTIMATOR_SAMPLE``   ``8``                     rows per operator it samples per batch
 ``DUCKDB_SEM_AGING_RATE``       ``100``                     srtf/joint aging: cost units per second waited
+``DUCKDB_SEM_MAX_LLM_CALLS``    (no limit)                  per query: most backend calls before it fails
+``DUCKDB_SEM_MAX_PROMPT_TOKENS``  (no limit)                per query: most prompt tokens before it fails
 ==============================  ==========================  ==========================================
 
 Options passed to :func:`duckdb_sem.connect` override the environment. A ``DUCKDB_SEM_*``
@@ -48,6 +50,8 @@ ENV_VARS = {
     "DUCKDB_SEM_ESTIMATOR_BACKEND": "backend spec of the estimator's small model (default off)",
     "DUCKDB_SEM_ESTIMATOR_SAMPLE": "rows per operator the estimator samples per batch (default 8)",
     "DUCKDB_SEM_AGING_RATE": "srtf/joint aging rate, cost units per second waited (default 100)",
+    "DUCKDB_SEM_MAX_LLM_CALLS": "per query: most backend LLM calls before it fails (default none)",
+    "DUCKDB_SEM_MAX_PROMPT_TOKENS": "per query: most prompt tokens sent before it fails (default none)",
     "DUCKDB_SEM_OPENAI_API_KEY": "API key of openai: backends (else OPENAI_API_KEY)",
     "DUCKDB_SEM_SIM_PROFILE": "duckdb-sem sim-server: the simulated GPU profile (default default)",
     "DUCKDB_SEM_SIM_LISTEN": "duckdb-sem sim-server: HOST:PORT to listen on",
@@ -79,6 +83,19 @@ def _int_env(name: str, default: int) -> int:
         raise ConfigError(f"{name}={raw!r} is not an integer; set it to e.g. {default}") from None
 
 
+def _limit_env(name: str) -> int | None:
+    raw = os.environ.get(name, "").strip()
+    if not raw:
+        return None
+    try:
+        value = int(raw)
+    except ValueError:
+        raise ConfigError(f"{name}={raw!r} is not a whole number; set it to e.g. 1000") from None
+    if value < 0:
+        raise ConfigError(f"{name} must be >= 0, got {value}; unset it for no limit")
+    return value
+
+
 def default_cache_path() -> Path:
     base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
     return Path(base) / "duckdb-sem" / "llm_cache.sqlite"
@@ -103,6 +120,8 @@ class Settings:
     estimator_backend: str | None = None  # None: no small-model sampling
     estimator_sample: int = 8
     aging_rate: float | None = None  # None: the policy's default
+    max_llm_calls: int | None = None  # per query (runtime.budget); None: no limit
+    max_prompt_tokens: int | None = None
 
     @staticmethod
     def from_env() -> Settings:
@@ -134,6 +153,8 @@ class Settings:
             estimator_backend=env.get("DUCKDB_SEM_ESTIMATOR_BACKEND") or None,
             estimator_sample=_int_env("DUCKDB_SEM_ESTIMATOR_SAMPLE", 8),
             aging_rate=aging,
+            max_llm_calls=_limit_env("DUCKDB_SEM_MAX_LLM_CALLS"),
+            max_prompt_tokens=_limit_env("DUCKDB_SEM_MAX_PROMPT_TOKENS"),
         )
         settings.validate()
         return settings

@@ -22,6 +22,7 @@ from duckdb_sem.config import Settings
 from duckdb_sem.errors import PlanError, QueryCancelledError
 from duckdb_sem.explain import explain_semantic
 from duckdb_sem.relation import SemRelation
+from duckdb_sem.runtime.budget import Budget
 from duckdb_sem.runtime.context import Progress, QueryStats
 from duckdb_sem.runtime.entry import run_query, written_plan
 from duckdb_sem.runtime.operators import SemEngine
@@ -35,6 +36,11 @@ __all__ = ["SemConnection", "SemRelation"]
 
 log = logging.getLogger(__name__)
 
+_SETTING = re.compile(
+    r"^\s*(?P<verb>SET|RESET|SHOW)\s+(?:SESSION\s+)?duckdb_sem\.(?P<name>\w+)"
+    r"(?:\s*(?:=|\s+TO\s+)\s*(?P<value>[^;]+?))?\s*;?\s*$",
+    re.IGNORECASE,
+)
 _EXPLAIN = re.compile(r"^\s*EXPLAIN\s+(ANALYZE\s+)?SEMANTIC\s+(VERBOSE\s+)?", re.IGNORECASE)
 
 
@@ -56,6 +62,8 @@ class SemConnection:
         #: how planned queries run: the adaptive SEU loop, or a baseline (None: from settings)
         self.runtime: RuntimeOptions | None = None
         self._result_view: str | None = None
+        #: limits of each query's backend work (``runtime.budget``); ``SET duckdb_sem.*`` too
+        self.budget = Budget(settings.max_llm_calls, settings.max_prompt_tokens)
         self._sources = SourceRegistry(self)  # caller-scope DataFrames, table functions
 
     # -- DuckDB-compatible surface --------------------------------------------------------
@@ -64,6 +72,9 @@ class SemConnection:
         explained = self._maybe_explain(query)
         if explained is not None:
             return SemRelation(self._con.sql("SELECT unnest($1) AS plan", params=[explained]), self)
+        setting = self._maybe_setting(query)
+        if setting is not None:
+            return SemRelation(self._con.sql(setting), self)
         statement = self._sources.open(query)
         query = statement.sql
         bound = self._prepare(query)
@@ -78,6 +89,10 @@ class SemConnection:
         explained = self._maybe_explain(query)
         if explained is not None:
             self._con.execute("SELECT unnest($1) AS plan", [explained])
+            return self
+        setting = self._maybe_setting(query)
+        if setting is not None:
+            self._con.execute(setting)
             return self
         query = self._sources.open(query, pin=True).sql
         bound = self._prepare(query)
@@ -213,7 +228,7 @@ class SemConnection:
         bound = bind_sql(query, self._describe)
         for spec in bound.typed_maps:
             self.session.ensure_typed_map(spec)
-        self.session.new_query(on_progress=self.on_progress)
+        self.session.new_query(on_progress=self.on_progress, budget=self.budget)
         return bound
 
     def _plannable(self, query: str, bound: BoundQuery, params: Sequence[Any] | None) -> str | None:
@@ -244,7 +259,7 @@ class SemConnection:
     def _stream_planned(self, sql: str) -> Any:
         """Run a planned query: a new query context, its rows as an Arrow stream, SEU by SEU."""
         names = self._duckdb_names(sql)
-        query = self.session.new_query(on_progress=self.on_progress)
+        query = self.session.new_query(on_progress=self.on_progress, budget=self.budget)
         reader = run_query(self, sql, self.session.engine, query, options=self.runtime)
         if names is None or len(names) != len(reader.schema) or names == reader.schema.names:
             return reader
@@ -269,6 +284,35 @@ class SemConnection:
         self._result_view = f"__sem_result_{id(table):x}"
         self._con.register(self._result_view, table)
         self._con.execute(f"SELECT * FROM {self._result_view}")
+
+    def set_option(self, name: str, value: str | None) -> None:
+        """``SET duckdb_sem.<name> = value`` (``value`` None or ``DEFAULT``: back to the
+        connection's own setting): the budget settings of :mod:`duckdb_sem.runtime.budget`;
+        ``SET ... = NULL`` lifts the limit."""
+        name = name.lower()
+        if value is None or value.strip().strip("'").lower() == "default":
+            default = getattr(self.settings, name, None)  # RESET, DEFAULT: as connected
+            value = None if default is None else str(default)
+        self.budget = self.budget.with_setting(name, value)
+
+    def _maybe_setting(self, query: str) -> str | None:
+        """Apply ``SET``/``RESET``/``SHOW duckdb_sem.*``; the SQL that answers it, or None."""
+        match = _SETTING.match(query)
+        if match is None:
+            return None
+        verb, name = match["verb"].upper(), match["name"].lower()
+        if verb == "SET":
+            self.set_option(name, match["value"])
+        elif verb == "RESET":
+            self.set_option(name, None)
+        self.budget.with_setting(name, None)  # an unknown name is an error for SHOW too
+        value = getattr(self.budget, name)
+        shown = "DEFAULT" if value is None else str(value)
+        return (
+            f"SELECT '{shown}' AS \"duckdb_sem.{name}\""
+            if verb == "SHOW"
+            else "SELECT 1 WHERE false"
+        )
 
     def _maybe_explain(self, query: str) -> list[str] | None:
         match = _EXPLAIN.match(query)

@@ -21,6 +21,7 @@ Postgres boundary (the wire server).
     ├── SchedulerError              the scheduler (in process or sidecar) failed
     │   └── SidecarError            cannot reach the sidecar, or it died mid-query
     ├── QueryCancelledError         the query was cancelled (interrupt, Ctrl-C, wire cancel)
+    ├── BudgetExceededError         the query would pass its max_llm_calls / max_prompt_tokens
     └── WireError                   a wire-server client asked for what the server refuses
         ├── RefusedError            would change what other sessions see (ATTACH, DETACH...)
         ├── ReadOnlyError           a write on a --read-only server
@@ -35,6 +36,7 @@ __all__ = [
     "BackendTimeoutError",
     "BackendUnavailableError",
     "BindError",
+    "BudgetExceededError",
     "ConfigError",
     "ModelOutputError",
     "OutputTypeError",
@@ -112,6 +114,10 @@ class SidecarError(SchedulerError):
 
 class QueryCancelledError(SemError):
     sqlstate = "57014"  # query_canceled
+
+
+class BudgetExceededError(SemError):
+    sqlstate = "54000"  # program_limit_exceeded
 
 
 class WireError(SemError):

@@ -13,6 +13,7 @@ import time
 from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass, field, fields
+from typing import Any
 
 __all__ = ["Memo", "Progress", "QueryContext", "QueryStats"]
 
@@ -124,6 +125,8 @@ class QueryContext:
     remaining_cost: float | None = None
     # The running plan-level query (``runtime.seu_loop.QueryRun``), for ``query_progress()``.
     run: object | None = None
+    # Limits of this query's backend work (``runtime.budget.Budget``); None: none.
+    budget: Any = None
 
     def add(self, **deltas: float) -> None:
         with self._lock:

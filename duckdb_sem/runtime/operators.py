@@ -119,6 +119,13 @@ class SemEngine:
         debug = log.isEnabledFor(logging.DEBUG)
         for start in range(0, len(items), self.batch_size):
             chunk = items[start : start + self.batch_size]
+            if query.budget is not None and query.budget.limited:
+                done_so_far = query.stats()
+                query.budget.check(
+                    query_id=query.query_id, calls_so_far=done_so_far.physical_calls,
+                    tokens_so_far=done_so_far.physical_prompt_tokens, pending=chunk,
+                    cached=self._cached,
+                )  # fmt: skip
             if debug:  # -vv: one line per request, what is asked (the row as rendered)
                 for sig, r in chunk:
                     log.debug("%s %s %s %s: %r", query.query_id, label, sig[:12],
@@ -167,6 +174,13 @@ class SemEngine:
             )
             out.append(answer)
         return out
+
+    def _cached(self, signatures: list[str]) -> set[str]:
+        """The signatures the client's cache answers (none known without a local cache)."""
+        cache = getattr(self.client, "cache", None)
+        if cache is None or not hasattr(cache, "get_many"):
+            return set()
+        return set(cache.get_many(signatures))
 
     def _wait(self, future: Future[SEUResult], query: QueryContext) -> SEUResult:
         started = time.monotonic()
