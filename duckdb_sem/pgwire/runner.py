@@ -140,6 +140,13 @@ class Runner:
         self.con.execute("BEGIN TRANSACTION")
 
     def _command(self, command: cmd.Command, params: list[Any]) -> Result:
+        if isinstance(command, cmd.Set | cmd.Reset) and command.name.startswith("duckdb_sem."):
+            # the connection's own settings (budgets): applied there, shown by SHOW as well
+            option = command.name.removeprefix("duckdb_sem.")
+            self.con.set_option(option, command.value if isinstance(command, cmd.Set) else None)
+            value = getattr(self.con.budget, option)
+            self.settings[command.name] = "DEFAULT" if value is None else str(value)
+            return Result.command("SET" if isinstance(command, cmd.Set) else "RESET")
         if isinstance(command, cmd.Set | cmd.Reset | cmd.Show):
             return run_setting(self.settings, command)
         if isinstance(command, cmd.Begin):

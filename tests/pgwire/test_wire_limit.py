@@ -51,3 +51,20 @@ def test_limit_describe_and_parameters_over_the_wire(tmp_path: Path) -> None:
         rows = cur.fetchall()
         assert len(rows) == 7 and all(isinstance(i, int) for i, _ in rows)
         assert answers(cache) - before <= 64
+
+
+def test_budget_set_over_the_wire(tmp_path: Path) -> None:
+    db = make_db(tmp_path / "sem.duckdb", rows=2_000)
+    with (
+        wire_server(db, "--backend", "test:?hash=0.5") as server,
+        psycopg.connect(server.dsn(), autocommit=True) as client,
+    ):
+        client.execute("SET duckdb_sem.max_llm_calls = 100")
+        assert client.execute("SHOW duckdb_sem.max_llm_calls").fetchall() == [("100",)]
+        with pytest.raises(psycopg.Error) as caught:
+            client.execute(f"SELECT id FROM big WHERE {FILTER}").fetchall()
+        assert caught.value.sqlstate == "54000"
+        assert "max_llm_calls=100" in str(caught.value)
+        assert len(client.execute(f"SELECT id FROM big WHERE {FILTER} LIMIT 5").fetchall()) == 5
+        client.execute("RESET duckdb_sem.max_llm_calls")
+        assert len(client.execute(f"SELECT id FROM big WHERE {FILTER}").fetchall()) > 500
