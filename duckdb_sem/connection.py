@@ -12,6 +12,7 @@ from __future__ import annotations
 import logging
 import re
 import warnings
+from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -65,6 +66,9 @@ class SemConnection:
         #: limits of each query's backend work (``runtime.budget``); ``SET duckdb_sem.*`` too
         self.budget = Budget(settings.max_llm_calls, settings.max_prompt_tokens)
         self._sources = SourceRegistry(self)  # caller-scope DataFrames, table functions
+        # written plans of statements not yet fetched, so a fetch need not build them again;
+        # forgotten whenever a statement that is not a planned query runs (it may be DDL)
+        self._plans: OrderedDict[str, Any] = OrderedDict()
 
     # -- DuckDB-compatible surface --------------------------------------------------------
     def sql(self, query: str, *, params: Sequence[Any] | None = None) -> SemRelation:
@@ -82,6 +86,7 @@ class SemConnection:
         if planned is not None:
             # Nothing runs yet: each fetch runs the plan on the SEU loop (a LIMIT stops it).
             return SemRelation(None, self, planned=planned, keep=statement)
+        self._plans.clear()
         rel = self._translating(self._con.sql)(bound.sql, params=params)
         return SemRelation(rel, self, keep=statement)
 
@@ -100,6 +105,7 @@ class SemConnection:
         if planned is not None:
             self._show(self._stream_planned(planned))
             return self
+        self._plans.clear()
         self._translating(self._con.execute)(bound.sql, parameters)
         return self
 
@@ -250,17 +256,25 @@ class SemConnection:
                 return None
         assert sql is not None
         try:
-            written_plan(self, sql)
+            self._remember_plan(sql, written_plan(self, sql))
         except PlanError as err:
             log.debug("UDF path for this query: %s", err)
             return None
         return sql
 
+    def _remember_plan(self, sql: str, plan: Any) -> None:
+        """Keep the written plan of a statement that will be fetched (a few, newest last)."""
+        self._plans[sql] = plan
+        self._plans.move_to_end(sql)
+        while len(self._plans) > 32:
+            self._plans.popitem(last=False)
+
     def _stream_planned(self, sql: str) -> Any:
         """Run a planned query: a new query context, its rows as an Arrow stream, SEU by SEU."""
         names = self._duckdb_names(sql)
         query = self.session.new_query(on_progress=self.on_progress, budget=self.budget)
-        reader = run_query(self, sql, self.session.engine, query, options=self.runtime)
+        reader = run_query(self, sql, self.session.engine, query, options=self.runtime,
+                           written=self._plans.get(sql))  # fmt: skip
         if names is None or len(names) != len(reader.schema) or names == reader.schema.names:
             return reader
         schema = pa.schema([f.with_name(n) for f, n in zip(reader.schema, names, strict=True)])

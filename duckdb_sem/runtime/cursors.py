@@ -5,7 +5,7 @@ open result per connection). A DuckDB cursor is a new session of the same databa
 from the default settings, so a ``SET TimeZone`` (or ``search_path``, ``Calendar``) made on the
 connection would not apply there, and a ``TIMESTAMPTZ`` would render, compare and truncate
 differently in a planned query than in the same query on the UDF path. :func:`session_cursor`
-copies every setting that differs between the two.
+copies the settings of :data:`SESSION_SETTINGS` that differ between the two.
 """
 
 from __future__ import annotations
@@ -14,24 +14,36 @@ import contextlib
 
 import duckdb
 
-__all__ = ["session_cursor"]
+__all__ = ["SESSION_SETTINGS", "session_cursor"]
 
-#: settings about the client's own display or profiling, not what a query means
-_SKIP = {"enable_progress_bar", "enable_progress_bar_print", "progress_bar_time"}
+#: the session settings that change what a query means or how a value renders (a DuckDB
+#: cursor starts from the defaults for each): copied from the connection to its cursors
+SESSION_SETTINGS = (
+    "TimeZone",
+    "Calendar",
+    "search_path",
+    "schema",
+    "default_collation",
+    "default_order",
+    "default_null_order",
+    "integer_division",
+    "preserve_insertion_order",
+)
+_QUERY = "SELECT " + ", ".join(f"current_setting('{n}')" for n in SESSION_SETTINGS)
 
 
-def _settings(con: duckdb.DuckDBPyConnection) -> dict[str, str | None]:
-    rows = con.execute("SELECT name, value FROM duckdb_settings()").fetchall()
-    return {str(name): None if value is None else str(value) for name, value in rows}
+def _settings(con: duckdb.DuckDBPyConnection) -> tuple[object, ...]:
+    rows = con.execute(_QUERY).fetchall()
+    return tuple(rows[0]) if rows else ()
 
 
 def session_cursor(con: duckdb.DuckDBPyConnection) -> duckdb.DuckDBPyConnection:
     """A cursor of ``con`` with ``con``'s session settings."""
     cursor = con.cursor()
     mine, fresh = _settings(con), _settings(cursor)
-    for name, value in mine.items():
-        if name in _SKIP or value is None or fresh.get(name) == value:
+    for name, value, default in zip(SESSION_SETTINGS, mine, fresh, strict=False):
+        if value is None or value == default:
             continue
         with contextlib.suppress(duckdb.Error):  # a setting a cursor may not change
-            cursor.execute(f'SET "{name}" = $1', [value])
+            cursor.execute(f'SET "{name}" = $1', [str(value)])
     return cursor

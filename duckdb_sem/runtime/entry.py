@@ -93,12 +93,20 @@ def written_plan(con: Any, sql: str) -> Node:
 
 
 def prepare(
-    con: Any, sql: str, engine: Any, options: RuntimeOptions, *, query: Any = None
+    con: Any,
+    sql: str,
+    engine: Any,
+    options: RuntimeOptions,
+    *,
+    query: Any = None,
+    written: Node | None = None,
 ) -> Prepared:
-    """The written plan, profiled (samples through the estimator's scheduler as SEUs of
-    ``query`` when the options carry one), and the equivalent plans ranked on the profile."""
+    """The written plan (``written``, when the caller built it already), profiled (samples
+    through the estimator's scheduler as SEUs of ``query`` when the options carry one), and
+    the equivalent plans ranked on the profile."""
     raw = getattr(con, "duckdb", con)
-    written = written_plan(raw, sql)
+    if written is None:
+        written = written_plan(raw, sql)
     target = target_backend(engine)
     counter: TokenCounter = target if target is not None else _Words()
     via = None
@@ -194,6 +202,7 @@ def run_query(
     query: Any,
     *,
     options: RuntimeOptions | None = None,
+    written: Node | None = None,
 ) -> pa.RecordBatchReader:
     """Run a semantic SELECT; the result streams as Arrow batches, SEU by SEU.
 
@@ -203,7 +212,7 @@ def run_query(
     """
     options = options or options_from_settings(getattr(con, "settings", None))
     raw = getattr(con, "duckdb", con)
-    prepared = prepare(raw, sql, engine, options, query=query)
+    prepared = prepare(raw, sql, engine, options, query=query, written=written)
     cursor = session_cursor(raw)
     work: duckdb.DuckDBPyConnection | None = cursor
     try:
