@@ -184,3 +184,35 @@ def test_real_llama_cpp_server(llama_server: str) -> None:
     with pytest.raises(ConfigError, match="is not served"):
         create_backend(f"openai:{llama_server}?model=gpt-7")
     backend.close()
+
+
+@pytest.mark.slow
+@pytest.mark.model
+@pytest.mark.integration
+@pytest.mark.parametrize(
+    ("sql_type", "check"),
+    [
+        ("INTEGER", lambda v: isinstance(v, int) and not isinstance(v, bool)),
+        ("DOUBLE", lambda v: isinstance(v, float)),
+        ("BOOLEAN", lambda v: isinstance(v, bool)),
+        ("VARCHAR[]", lambda v: isinstance(v, list) and all(isinstance(x, str) for x in v)),
+        ("STRUCT(year INTEGER, title VARCHAR)",
+         lambda v: isinstance(v, dict) and isinstance(v["year"], int)
+         and isinstance(v["title"], str)),
+    ],
+)  # fmt: skip
+def test_real_llama_cpp_server_typed_outputs(
+    llama_server: str, sql_type: str, check: Callable[[Any], bool]
+) -> None:
+    # the schema goes out as response_format, so the server's grammar makes the JSON parse
+    backend = create_backend(f"openai:{llama_server}")
+    request = build_request(
+        OperatorKind.MAP,
+        "Titanic is a 1997 film by James Cameron about a ship that sinks. Give the release "
+        "year, the title, a few keywords, its length in hours, whether it is a drama.",
+        output_type=sql_type,
+        max_tokens=48,
+    )
+    (answer,) = backend.complete([request])
+    assert answer.error is None and check(answer.value), answer
+    backend.close()
