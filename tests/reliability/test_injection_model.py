@@ -41,11 +41,13 @@ def test_an_injected_row_does_not_change_other_rows_scores() -> None:
         assert before.score is not None and after[row].score is not None
         assert abs(after[row].score - before.score) < 1e-3, (row, before.score, after[row].score)
 
-    # the same through SQL: one prompt per row, so the table's hostile row changes nothing else
+    # the same through SQL: one prompt per row, so the table's hostile row changes nothing
+    # else (compared with SQL over the benign rows alone: SQL requests carry their template,
+    # which the backend calibrates for, so their answers are SQL's own)
     con = duckdb_sem.connect(backend=backend, cache="off")
     db: duckdb.DuckDBPyConnection = con.duckdb
     db.execute("CREATE TABLE r AS SELECT * FROM (SELECT unnest($1) AS text)", [mixed_rows])
+    db.execute("CREATE TABLE b AS SELECT * FROM (SELECT unnest($1) AS text)", [BENIGN])
     rows = con.sql("SELECT text, sem_filter('{text}') FROM r").fetchall()
-    assert {t: ok for t, ok in rows if t != HOSTILE} == {
-        t: c.value for t, c in zip(BENIGN, alone, strict=True)
-    }
+    benign = con.sql("SELECT text, sem_filter('{text}') FROM b").fetchall()
+    assert {t: ok for t, ok in rows if t != HOSTILE} == dict(benign)
