@@ -40,6 +40,7 @@ from _results import RESULTS
 
 from duckdb_sem.backends.base import Backend
 from duckdb_sem.backends.registry import create_backend
+from duckdb_sem.estimator.accuracy import spearman_rho
 from duckdb_sem.llm.prompts import build_request
 from duckdb_sem.llm.request import Completion, LLMRequest, OperatorKind
 from duckdb_sem.llm.template import Template, parse_template
@@ -102,30 +103,6 @@ def auc(scores: Sequence[float], labels: Sequence[bool]) -> float:
     neg = [s for s, lab in zip(scores, labels, strict=True) if not lab]
     wins = sum((p > n) + 0.5 * (p == n) for p in pos for n in neg)
     return wins / max(1, len(pos) * len(neg))
-
-
-def _ranks(values: Sequence[float]) -> list[float]:
-    order = sorted(range(len(values)), key=lambda i: values[i])
-    ranks = [0.0] * len(values)
-    i = 0
-    while i < len(order):
-        j = i
-        while j + 1 < len(order) and values[order[j + 1]] == values[order[i]]:
-            j += 1
-        for k in range(i, j + 1):
-            ranks[order[k]] = (i + j) / 2 + 1
-        i = j + 1
-    return ranks
-
-
-def spearman(xs: Sequence[float], ys: Sequence[float]) -> float:
-    """Spearman's rank correlation (ties get their average rank); 0 when one side is constant."""
-    rx, ry = _ranks(xs), _ranks(ys)
-    mx, my = sum(rx) / len(rx), sum(ry) / len(ry)
-    cov = sum((a - mx) * (b - my) for a, b in zip(rx, ry, strict=True))
-    vx = sum((a - mx) ** 2 for a in rx) ** 0.5
-    vy = sum((b - my) ** 2 for b in ry) ** 0.5
-    return cov / (vx * vy) if vx and vy else 0.0
 
 
 def _requests(
@@ -199,7 +176,7 @@ def rate(
         len(rows),
         auc=auc(scores, labels),
         accuracy=sum((v >= 3) == lab for v, lab in zip(values, labels, strict=True)) / len(rows),
-        spearman=spearman(values, truth),
+        spearman=spearman_rho(values, truth),
         nulls=sum(not isinstance(a.value, int) for a in answers),
         seconds_per_row=per_row,
     )
