@@ -2,13 +2,21 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from hypothesis import settings
 
 import duckdb_sem
 from duckdb_sem.backends.rules import RuleBackend
+
+# Property tests are deterministic: the same examples on every run and machine (CI included);
+# `--hypothesis-seed=N` or HYPOTHESIS_PROFILE=explore searches afresh on a developer's machine.
+settings.register_profile("deterministic", derandomize=True)
+settings.register_profile("explore", derandomize=False)
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "deterministic"))
 
 
 @pytest.fixture(autouse=True)
