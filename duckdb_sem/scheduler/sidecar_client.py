@@ -193,12 +193,19 @@ class SidecarClient:
             future.set_exception(error)
 
     def _post_seu(self, body: bytes) -> SEUResult:
-        try:
-            response = self._connecting(
-                lambda: self._http.post(
-                    "/v1/seu", content=body, headers={"Content-Type": "application/json"}
-                )
+        def send() -> httpx.Response:
+            return self._http.post(
+                "/v1/seu", content=body, headers={"Content-Type": "application/json"}
             )
+
+        try:
+            try:
+                response = self._connecting(send)
+            except (httpx.ReadError, httpx.RemoteProtocolError):
+                # A kept-alive connection the sidecar reset before answering (seen under load:
+                # ECONNRESET on a reused socket). Sending the SEU again is safe: identical work
+                # is fused with the first copy if it is still running, or answered by the cache.
+                response = self._connecting(send)
         except httpx.HTTPError as err:
             raise SidecarError(
                 f"the scheduler sidecar at {self.url} did not answer an SEU "
