@@ -235,27 +235,29 @@ class SemRelation:
         return reader
 
     def fetchone(self) -> tuple[Any, ...] | None:
+        """The next row of this relation's result, DB-API style (DuckDB 2's own relations have
+        no ``fetchone``): the first call starts the query as a stream, later calls go on
+        reading it, and ``fetchall`` returns what is left. A planned query runs only the
+        SEUs the rows asked for need; the UDF path behaves the same."""
         rows = self.fetchmany(1)
         return rows[0] if rows else None
 
     def fetchmany(self, size: int = 1) -> list[tuple[Any, ...]]:
+        """The next ``size`` rows (see :meth:`fetchone`)."""
         target = self._target()
-        if target._rel is None and target._planned is not None:
-            if target._cursor is None:
-                target._cursor = _Cursor(target._owner._stream_planned(target._planned))
-            return target._cursor.take(size)
-        rel: Any = target.relation
-        rows: list[tuple[Any, ...]] = self._owner._translating(rel.fetchmany)(size)
-        return rows
+        if target._cursor is None:
+            target._cursor = _Cursor(target.to_arrow_reader(2048))
+        return self._owner._translating(target._cursor.take)(size)  # type: ignore[no-any-return]
 
     def fetchall(self) -> list[tuple[Any, ...]]:
+        """Every row (after those ``fetchone``/``fetchmany`` returned, if they started)."""
         target = self._target()
-        if target._rel is None and target._planned is not None:
-            if target._cursor is None:
-                target._cursor = _Cursor(target._owner._stream_planned(target._planned))
-            rows = target._cursor.take(None)
+        if target._cursor is not None:
+            rows: list[tuple[Any, ...]] = self._owner._translating(target._cursor.take)(None)
             target._cursor = None
             return rows
+        if target._rel is None and target._planned is not None:
+            return _Cursor(target._owner._stream_planned(target._planned)).take(None)
         out: list[tuple[Any, ...]] = self._owner._translating(target.relation.fetchall)()
         return out
 

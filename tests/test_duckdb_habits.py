@@ -71,3 +71,15 @@ def test_module_level_sql_uses_the_default_connection(monkeypatch: pytest.Monkey
     rows = duckdb_sem.sql("SELECT sem_map('echo {0}', 'hi') AS m").fetchall()
     assert rows == [("echo hi",)]
     assert duckdb_sem.default_connection() is duckdb_sem.default_connection()
+
+
+@pytest.mark.parametrize("optimize", [True, False])
+def test_fetchone_then_fetchall_reads_on_through_one_stream(optimize: bool) -> None:
+    con = duckdb_sem.connect(backend=RuleBackend(hash_share=0.5), cache="off", optimize=optimize)
+    con.execute("CREATE TABLE t AS SELECT range AS id, 'row ' || range AS txt FROM range(100)")
+    sql = "SELECT id FROM t WHERE sem_filter('Is {txt} fine?') ORDER BY id"
+    everything = con.sql(sql).fetchall()
+    rel = con.sql(sql)
+    first, more, rest = rel.fetchone(), rel.fetchmany(2), rel.fetchall()
+    assert [first, *more, *rest] == everything
+    assert rel.fetchall() == everything  # a finished stream: the next fetch runs it again
