@@ -23,7 +23,7 @@ from duckdb_sem.config import Settings
 from duckdb_sem.errors import PlanError, QueryCancelledError
 from duckdb_sem.explain import explain_semantic
 from duckdb_sem.relation import SemRelation
-from duckdb_sem.runtime.budget import Budget
+from duckdb_sem.runtime.budget import Budget, check_setting
 from duckdb_sem.runtime.context import Progress, QueryStats
 from duckdb_sem.runtime.entry import run_query, written_plan
 from duckdb_sem.runtime.operators import SemEngine
@@ -319,7 +319,8 @@ class SemConnection:
             self.set_option(name, match["value"])
         elif verb == "RESET":
             self.set_option(name, None)
-        self.budget.with_setting(name, None)  # an unknown name is an error for SHOW too
+        else:
+            check_setting(name)
         value = getattr(self.budget, name)
         shown = "DEFAULT" if value is None else str(value)
         return (

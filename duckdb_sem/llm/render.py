@@ -23,7 +23,7 @@ import threading
 import duckdb
 import pyarrow as pa
 
-__all__ = ["render_column", "render_lists", "render_value"]
+__all__ = ["render_column", "render_lists"]
 
 _local = threading.local()
 
@@ -78,16 +78,6 @@ def render_column(array: pa.Array | pa.ChunkedArray) -> list[str | None]:
     finally:
         con.unregister("__sem_render")
     return [r[0] for r in rows]
-
-
-def render_value(value: object) -> str:
-    """One Python value (a literal argument, a list item) as prompt text."""
-    if isinstance(value, str):
-        return value
-    if isinstance(value, bytes):
-        return value.decode("utf-8", "replace")
-    rendered = render_column(pa.array([value]))[0]
-    return "" if rendered is None else rendered
 
 
 def render_lists(array: pa.Array | pa.ChunkedArray) -> list[list[str | None] | None]:

@@ -51,8 +51,8 @@ class StopRule:
     need: int
     offset: int
     limit: int
-    order: tuple[str, ...] = ()  # ORDER BY keys pushed into the driving scan
-    streams: bool = True  # rows go out per SEU (no ORDER BY): the sink is cut in Python
+    order: tuple[str, ...] = ()  # ORDER BY keys pushed into the driving scan (none: rows
+    # stream out per SEU and the loop cuts them to OFFSET/LIMIT itself)
 
 
 def stop_rule(sink: list[Node], driving: Scan) -> StopRule | None:
@@ -72,7 +72,7 @@ def stop_rule(sink: list[Node], driving: Scan) -> StopRule | None:
         and not rest[1].distinct
         and all(_reads_only(key, driving.produces) for key in rest[0].keys)
     ):
-        return StopRule(need, limit.offset, limit.limit, order=rest[0].keys, streams=False)
+        return StopRule(need, limit.offset, limit.limit, order=rest[0].keys)
     return None
 
 

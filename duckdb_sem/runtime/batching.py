@@ -78,8 +78,8 @@ def streamed_projection(sink: list[Node]) -> Project | None:
 
 
 def streamable(sink: list[Node]) -> bool:
-    """Whether ``sink`` (top down) can run per batch: none, or one projection without DISTINCT."""
-    return all(isinstance(n, Project) and not n.distinct for n in sink) and len(sink) <= 1
+    """Whether ``sink`` (top down) runs per batch: none, or :func:`streamed_projection`'s."""
+    return not sink or streamed_projection(sink) is not None
 
 
 def empty_batch(schema: pa.Schema) -> pa.RecordBatch:

@@ -22,10 +22,19 @@ from duckdb_sem.backends.tokens import estimate_tokens
 from duckdb_sem.errors import BudgetExceededError, ConfigError
 from duckdb_sem.llm.request import LLMRequest
 
-__all__ = ["SETTINGS", "Budget"]
+__all__ = ["SETTINGS", "Budget", "check_setting"]
 
 #: the SQL names of the budget settings (``SET duckdb_sem.<name> = N``)
 SETTINGS = ("max_llm_calls", "max_prompt_tokens")
+
+
+def check_setting(name: str) -> None:
+    """Raise unless ``name`` is one of the budget settings (``SET``/``SHOW duckdb_sem.name``)."""
+    if name not in SETTINGS:
+        raise ConfigError(
+            f"unknown setting duckdb_sem.{name}; the settings are "
+            + ", ".join(f"duckdb_sem.{s}" for s in SETTINGS)
+        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -83,11 +92,7 @@ class Budget:
 
     def with_setting(self, name: str, value: str | None) -> Budget:
         """This budget with SQL setting ``name`` set to ``value`` (None or NULL: no limit)."""
-        if name not in SETTINGS:
-            raise ConfigError(
-                f"unknown setting duckdb_sem.{name}; the settings are "
-                + ", ".join(f"duckdb_sem.{s}" for s in SETTINGS)
-            )
+        check_setting(name)
         text = (value or "").strip().strip("'")
         if text.lower() in {"", "null", "none"}:
             number = None

@@ -41,7 +41,7 @@ from duckdb_sem.estimator.remaining import llm_cost, remaining_cost
 from duckdb_sem.estimator.stats import StatsStore
 from duckdb_sem.optimizer.choose import plan_key
 from duckdb_sem.optimizer.cost import CostModel, Statistics, operator_signature, scan_key
-from duckdb_sem.plan.nodes import Node, Project, SemCall
+from duckdb_sem.plan.nodes import Node, SemCall
 from duckdb_sem.runtime.batching import (
     adapt_rows,
     driving_scan,
@@ -123,7 +123,6 @@ class QueryRun:
         self._remaining = 0.0
         self._finished = False
         self._rows_sent = 0  # rows streamed out under a LIMIT
-        self._stop: StopRule | None = None
 
     # -- observability ----------------------------------------------------------------------
     def progress(self) -> QueryProgress:
@@ -152,7 +151,7 @@ class QueryRun:
         """
         scan = self.driving
         source = scan_sql(scan)
-        stop = self._stop = stop_rule(self._sinks[0], scan)
+        stop = stop_rule(self._sinks[0], scan)
         if stop is not None and stop.order:
             source = f"SELECT * FROM ({source}) ORDER BY {', '.join(stop.order)}"
         ((total,),) = self.con.sql(f"SELECT count(*) FROM ({scan_sql(scan)})").fetchall()
@@ -174,7 +173,7 @@ class QueryRun:
     def _loop(
         self, reader: pa.RecordBatchReader, stop: StopRule | None
     ) -> Iterator[pa.RecordBatch]:
-        stream = streamable(self._sinks[0]) or (stop is not None and stop.streams)
+        stream = streamable(self._sinks[0])
         kept: list[pa.Table] = []
         size = self.options.batch_rows
         batch_iter = rebatch(reader)
@@ -219,9 +218,8 @@ class QueryRun:
         if previous is not None and self._rows_done >= self.rows_total:
             return 0
         if previous is None:
-            costs_stats = self.forecast.snapshot()
             rate = region_rate(self._regions[self.current], self.driving, self.table_rows,
-                               costs_stats)  # fmt: skip
+                               self.forecast.snapshot())  # fmt: skip
         else:
             rate = self._rows_out / self._rows_done if self._rows_done else 0.0
         return next_rows(need_left, rate, previous=previous, first_max=self.options.batch_rows,
@@ -322,18 +320,9 @@ class QueryRun:
         actuals = self.actuals if plan == (self.fixed if self.fixed is not None else 0) else None
         return run_region(
             self.con, self.observer, self.query, region=self._regions[plan],
-            path=self._paths[plan], project=self._project(plan), driving_alias=self.driving.alias,
+            path=self._paths[plan], project=streamed_projection(self._sinks[plan]), driving_alias=self.driving.alias,
             batch=batch, actuals=actuals,
         )  # fmt: skip
-
-    def _project(self, plan: int) -> Project | None:
-        """The projection each SEU applies (None: the sink runs once, at the end)."""
-        sink = self._sinks[plan]
-        if streamable(sink):
-            return sink[0] if sink else None  # type: ignore[return-value]
-        if self._stop is not None and self._stop.streams:
-            return streamed_projection(sink)
-        return None
 
     def _finish(self, kept: list[pa.Table]) -> pa.Table:
         plan = self.current
