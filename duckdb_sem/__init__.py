@@ -40,6 +40,7 @@ from duckdb_sem.errors import (
     TemplateError,
     UnknownColumnError,
 )
+from duckdb_sem.runtime.budget import Budget
 from duckdb_sem.runtime.context import QueryStats
 from duckdb_sem.runtime.operators import SemEngine
 from duckdb_sem.scheduler.shared import scheduler_for
@@ -96,16 +97,23 @@ def install(
     cache: str | None = None,
     scheduler: str | None = None,
     batch_size: int | None = None,
+    max_llm_calls: int | None = None,
+    max_prompt_tokens: int | None = None,
 ) -> SemSession:
     """Register ``sem_filter``, ``sem_map``, ``sem_join``, ``sem_agg`` (explicit form) in ``con``.
 
     ``backend`` is a spec string (default ``DUCKDB_SEM_BACKEND`` or ``llama:``) or a Backend;
     ``cache`` a file path or ``'off'``; ``scheduler`` a sidecar URL. Returns the session, whose
     ``query.stats()`` holds the LLM usage since the last ``session.new_query()``.
+    ``max_llm_calls`` / ``max_prompt_tokens`` bound the backend work of each query (from one
+    ``session.new_query()`` to the next), as in :func:`connect`.
     """
-    settings = _settings(backend, cache, scheduler, batch_size)
+    settings = _settings(backend, cache, scheduler, batch_size).with_overrides(
+        max_llm_calls=max_llm_calls, max_prompt_tokens=max_prompt_tokens
+    )
     client = scheduler_for(settings, backend if isinstance(backend, Backend) else None)
-    session = SemSession(con, SemEngine(client, batch_size=settings.batch_size))
+    budget = Budget(settings.max_llm_calls, settings.max_prompt_tokens)
+    session = SemSession(con, SemEngine(client, batch_size=settings.batch_size), budget=budget)
     session.install()
     return session
 
@@ -134,7 +142,8 @@ def connect(
     settings = _settings(backend, cache, scheduler, batch_size).with_overrides(
         max_llm_calls=max_llm_calls, max_prompt_tokens=max_prompt_tokens
     )
-    session = install(con, backend=backend, cache=cache, scheduler=scheduler, batch_size=batch_size)
+    session = install(con, backend=backend, cache=cache, scheduler=scheduler, batch_size=batch_size,
+                      max_llm_calls=max_llm_calls, max_prompt_tokens=max_prompt_tokens)  # fmt: skip
     return SemConnection(con, session, settings, optimize=optimize)
 
 
