@@ -17,12 +17,14 @@ from contextlib import AbstractContextManager
 from typing import Any
 
 import duckdb
+import pyarrow as pa
 
 from duckdb_sem.connection import SemConnection
 from duckdb_sem.errors import PlanError, SemError
 from duckdb_sem.pgwire import commands as cmd
 from duckdb_sem.pgwire import messages as m
 from duckdb_sem.pgwire import statements as st
+from duckdb_sem.pgwire.catalog import rewrite_catalog
 from duckdb_sem.pgwire.copy_out import copy_format
 from duckdb_sem.pgwire.database import Database
 from duckdb_sem.pgwire.execution import Execution
@@ -35,6 +37,9 @@ __all__ = ["TRANSACTION_COMMANDS", "Runner"]
 
 #: commands that control the transaction (a simple Query with one runs no implicit transaction)
 TRANSACTION_COMMANDS = (cmd.Begin, cmd.End, cmd.Savepoint, cmd.Release, cmd.RollbackToSavepoint)
+
+
+_EXPLAIN_SCHEMA = pa.schema([pa.field("plan", pa.string())])
 
 
 class _TxAborted(SemError):
@@ -118,12 +123,34 @@ class Runner:
 
     def describe_sql(self, sql: str, count: int) -> list[m.Field]:
         """Fields of a statement that only reads (writes, EXECUTE: described when executed)."""
-        if cmd.parse_command(sql) is not None:
+        command = cmd.parse_command(sql)
+        if isinstance(command, cmd.ExplainSemantic):
+            return Result.of_rows("EXPLAIN", _EXPLAIN_SCHEMA, iter(())).described()
+        if command is not None:
             return []
         parsed = st.parse(sql)
         if len(parsed) != 1 or parsed[0].writes or parsed[0].type not in st.DESCRIBABLE:
             return []
         return self.execution.describe_sql(sql, count)
+
+    def _explain_semantic(self, command: cmd.ExplainSemantic) -> Result:
+        """The plan text as rows of one ``plan`` column, as ``con.sql("EXPLAIN SEMANTIC ...")``
+        returns it in-process; the explained statement passes the session's policy first."""
+        for parsed in st.parse(command.query):
+            self.db.policy.check(parsed)
+        with self.execution.busy():
+            text = self.execution.translated(
+                lambda: self.con.explain_semantic(
+                    self.db.rewrite(rewrite_catalog(command.query), self.con),
+                    analyze=command.analyze,
+                    verbose=command.verbose,
+                )
+            )
+        lines = pa.array(text.splitlines(), pa.string())
+        batch = pa.RecordBatch.from_arrays([lines], schema=_EXPLAIN_SCHEMA)
+        result = Result.of_rows("EXPLAIN", _EXPLAIN_SCHEMA, iter([batch]))
+        result.fixed_tag = "EXPLAIN"
+        return result
 
     def _replay(self, write: Write) -> None:
         sql, params = write
@@ -186,6 +213,8 @@ class Runner:
             result = self.run_statement(command.query, params)
             result.copy, result.tag_word = fmt, "COPY"
             return result
+        if isinstance(command, cmd.ExplainSemantic):
+            return self._explain_semantic(command)
         if isinstance(command, cmd.CopyIn):
             raise PlanError(
                 "COPY ... FROM STDIN is not supported by this server: use INSERT ... VALUES "
