@@ -3,8 +3,9 @@
 Every semantic call with named fields becomes the explicit positional form that the UDFs
 registered by :func:`duckdb_sem.install` understand, and a typed ``sem_map`` becomes a call of
 the function registered for that type. All binding errors (unknown or ambiguous column, empty
-or malformed template, unsupported type) are raised here, before any LLM call. SQL without a
-semantic call is returned untouched.
+or malformed template, unsupported type, bad named argument) are raised here, before any LLM
+call. Named arguments (``model := 'fast'``, see :mod:`duckdb_sem.llm.call_options`) stay
+after the columns, for the macros to pass on. SQL without a semantic call is returned untouched.
 
 Example:
     ``SELECT sem_map('Gist of {text}', 'VARCHAR[]') FROM reviews r WHERE sem_filter('{r.text} is positive')``
@@ -23,6 +24,7 @@ import sqlglot
 from sqlglot import exp
 
 from duckdb_sem.errors import AmbiguousColumnError, BindError, TemplateError, UnknownColumnError
+from duckdb_sem.llm.call_options import split_options
 from duckdb_sem.llm.outputs import TypeSpec, parse_type
 from duckdb_sem.llm.template import Template, parse_template
 
@@ -40,6 +42,7 @@ class BoundQuery:
     sql: str
     typed_maps: tuple[TypeSpec, ...]  # sem_map output types whose functions must be registered
     semantic: bool
+    models: tuple[str, ...] = ()  # the models its calls name with model := (to check)
 
 
 def has_semantic_call(sql: str) -> bool:
@@ -68,13 +71,14 @@ def bind_sql(sql: str, describe: Describe) -> BoundQuery:
     calls.sort(key=lambda node: -node.depth)
     typed: dict[str, TypeSpec] = {}
     changed = False
+    models = {o.model for o in (split_options(c)[2] for c in calls) if o.model is not None}
     for call in calls:
         spec = _bind_call(call, tree, describe)
         changed = changed or spec is not None or _was_named(call)
         if spec is not None:
             typed[spec.sql] = spec
     out = tree.sql(dialect="duckdb", normalize_functions=False) if changed else sql
-    return BoundQuery(out, tuple(typed.values()), semantic=True)
+    return BoundQuery(out, tuple(typed.values()), semantic=True, models=tuple(sorted(models)))
 
 
 def _was_named(call: exp.Anonymous) -> bool:
@@ -83,7 +87,7 @@ def _was_named(call: exp.Anonymous) -> bool:
 
 def _bind_call(call: exp.Anonymous, root: exp.Expr, describe: Describe) -> TypeSpec | None:
     name = call.name.lower()
-    args = list(call.expressions)
+    args, named, _ = split_options(call)
     if not args or not isinstance(args[0], exp.Literal) or not args[0].is_string:
         raise TemplateError(
             f"{name} needs a prompt template as a string literal first argument, "
@@ -126,10 +130,10 @@ def _bind_call(call: exp.Anonymous, root: exp.Expr, describe: Describe) -> TypeS
     if spec is not None and not spec.is_text:
         listed = exp.Array(expressions=[exp.cast(c.copy(), "VARCHAR") for c in columns])
         call.replace(
-            exp.Anonymous(this=typed_map_function(spec), expressions=[new_args[0], listed])
+            exp.Anonymous(this=typed_map_function(spec), expressions=[new_args[0], listed, *named])
         )
         return spec
-    call.set("expressions", new_args)
+    call.set("expressions", [*new_args, *named])
     return None
 
 
