@@ -32,6 +32,7 @@ from collections.abc import Callable
 import duckdb
 import duckdb.func
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from duckdb_sem.errors import BindError, SemError
 from duckdb_sem.llm.call_options import CallOptions
@@ -245,10 +246,14 @@ class SemSession:
             templates = templates.combine_chunks()
         if isinstance(values, pa.ChunkedArray):
             values = values.combine_chunks()
-        texts = templates.to_pylist()
-        # (template, columns given, model, temperature, max_tokens) of each row: constants
-        columns = [texts, *(o.to_pylist() for o in options)]
-        keys = list(zip(*columns, strict=True))
+        # (template, columns given, model, temperature, max_tokens): constants in a query
+        arrays = [_combined(a) for a in (templates, *options)]
+        uniques = [pc.unique(a) for a in arrays]
+        if all(len(u) == 1 for u in uniques) and uniques[0][0].is_valid:
+            key = tuple(u[0].as_py() for u in uniques)
+            return self._run_one(kind, output_type, name, key[0], values, _options(name, key))
+        texts = arrays[0].to_pylist()
+        keys = list(zip(*(a.to_pylist() for a in arrays), strict=True))
         distinct = list(dict.fromkeys(keys))
         if len(distinct) == 1 and distinct[0][0] is not None:
             key = distinct[0]
@@ -280,12 +285,14 @@ class SemSession:
         given: tuple[int | None, CallOptions],
     ) -> pa.Array:
         count, options = given
-        rows = values.to_pylist()
         columns: list[pa.Array]
-        if kind is OperatorKind.AGG and all(g is None for g in rows):
+        if kind is not OperatorKind.AGG:
+            columns = _columns(values, count)
+        elif values.null_count == len(values):
             # no input rows at all (list() of nothing is NULL): NULL, as any aggregate's
-            return pa.nulls(len(rows), type=parse_type(output_type or "VARCHAR").arrow)
-        if kind is OperatorKind.AGG:
+            return pa.nulls(len(values), type=parse_type(output_type or "VARCHAR").arrow)
+        else:
+            rows = values.to_pylist()
             # Each group is a list of records, each record the list of its column values.
             width = max((len(rec) for g in rows if g for rec in g if rec is not None), default=0)
             width = width if count is None else count  # the macro's padding is not a column
@@ -293,15 +300,6 @@ class SemSession:
                 pa.array(
                     [None if g is None else [rec[i] for rec in g if rec is not None] for g in rows],
                     type=pa.list_(pa.string()),
-                )
-                for i in range(width)
-            ]
-        else:
-            width = max((len(r) for r in rows if r is not None), default=0)
-            width = width if count is None else count
-            columns = [
-                pa.array(
-                    [None if r is None or i >= len(r) else r[i] for r in rows], type=pa.string()
                 )
                 for i in range(width)
             ]
@@ -314,6 +312,24 @@ class SemSession:
             label=name,
             options=options,
         )
+
+
+def _combined(array: pa.Array) -> pa.Array:
+    return array.combine_chunks() if isinstance(array, pa.ChunkedArray) else array
+
+
+def _columns(values: pa.Array, count: int | None) -> list[pa.Array]:
+    """Element ``i`` of every row's list, one string array per column given (``count``; None:
+    as many as the longest list), taken by Arrow when every list is that long."""
+    lengths = pc.fill_null(pc.list_value_length(values), 0)
+    width = int(pc.max(lengths).as_py() or 0) if count is None else count
+    if not len(values) or pc.min(lengths).as_py() >= width:
+        return [pc.list_element(values, i).cast(pa.string()) for i in range(width)]
+    rows = values.to_pylist()  # ragged or NULL lists (not from the macros): row by row
+    return [
+        pa.array([None if r is None or i >= len(r) else r[i] for r in rows], type=pa.string())
+        for i in range(width)
+    ]
 
 
 def _typed_udf(spec: TypeSpec) -> str:
