@@ -17,7 +17,7 @@ A call on a named model shows it in its operator's label (``model := 'fast'``), 
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from duckdb_sem.backends.base import plain_chat
 from duckdb_sem.errors import PlanError
@@ -70,11 +70,15 @@ def explain_semantic(
     options = con.runtime or options_from_settings(con.settings)
     raw = con.duckdb
     engine = con.session.engine
-    query = con.session.new_query()  # the estimator's samples, if any, are this query's
+    route = con._route(con._sources.open(sql), None)  # the front end a run goes through
+    if route.planned is None:
+        return _unplanned(con, route.sql, route.why)
+    query = con.session.query  # the estimator's samples, if any, are this query's
     try:
-        prepared = prepare(raw, sql, engine, options, query=query)
+        prepared = prepare(raw, route.planned, engine, options, query=query,
+                           written=con._plans.get(route.planned))  # fmt: skip
     except PlanError as err:
-        return _unplanned(con, sql, err)
+        return _unplanned(con, con._route(con._sources.open(sql), None, plan=False).sql, str(err))
     model = CostModel(table_rows=prepared.table_rows, stats=prepared.stats)
     head = statistics_line(prepared, options)
     named = models_line(con, prepared.choice.best.plan)
@@ -155,16 +159,16 @@ def _first_request(con: SemConnection, plan: Node, call: SemCall) -> LLMRequest 
                          template=template, options=call.options)  # fmt: skip
 
 
-def _unplanned(con: SemConnection, sql: str, err: PlanError) -> str:
+def _unplanned(con: SemConnection, bound_sql: str, why: str) -> str:
+    """``bound_sql``: the statement as the UDF path runs it."""
     lines = [
-        "not planned by the optimizer: " + str(err),
+        "not planned by the optimizer: " + why,
         "DuckDB runs it with the sem_* functions where they are written (same engine, "
         "renderer, cache and scheduler; no reordering, and a LIMIT stops only at DuckDB's "
         "2,048-row vectors)",
         "DuckDB plan:",
     ]
-    bound: Any = con._prepare(con._sources.open(sql).sql)
-    rows = con.duckdb.execute("EXPLAIN " + bound.sql).fetchall()
+    rows = con.duckdb.execute("EXPLAIN " + bound_sql).fetchall()
     for _, plan in rows:
         lines.extend("  " + line for line in str(plan).splitlines())
     return "\n".join(lines)

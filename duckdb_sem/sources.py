@@ -28,7 +28,6 @@ from typing import TYPE_CHECKING, Any
 
 import duckdb
 import pyarrow as pa
-import sqlglot
 from sqlglot import exp
 
 from duckdb_sem.errors import BindError, SemError
@@ -36,7 +35,13 @@ from duckdb_sem.identifiers import quote_identifier as _q
 from duckdb_sem.optimizer import plan_query
 from duckdb_sem.runtime import table_sources as ts
 from duckdb_sem.runtime.execute_plan import execute_plan
-from duckdb_sem.surface.table_functions import TableCall, bind_fields, rewrite_table_functions
+from duckdb_sem.surface.bind import parse_statement
+from duckdb_sem.surface.table_functions import (
+    TableCall,
+    bind_fields,
+    has_table_function,
+    rewrite_table_functions,
+)
 
 if TYPE_CHECKING:
     from duckdb_sem.connection import SemConnection
@@ -72,12 +77,26 @@ def is_arrow_like(obj: object) -> bool:
 
 
 class Statement:
-    """The rewritten SQL of one statement, keeping its registered sources alive."""
+    """The rewritten SQL of one statement, keeping its registered sources alive; its sqlglot
+    AST is parsed at most once (:meth:`tree`), and every step of the front end reads it."""
 
     def __init__(self, sql: str, serial: int) -> None:
         self.sql = sql
         self.serial = serial
         self.names: list[str] = []
+        self._tree: exp.Expr | None = None
+
+    def tree(self) -> exp.Expr:
+        """The AST of :attr:`sql` (``BindError`` if it does not parse as one statement)."""
+        if self._tree is None:
+            self._tree = parse_statement(self.sql)
+        return self._tree
+
+    def tree_or_none(self) -> exp.Expr | None:
+        try:
+            return self.tree()
+        except BindError:
+            return None
 
 
 class SourceRegistry:
@@ -93,11 +112,12 @@ class SourceRegistry:
     def open(self, sql: str, *, pin: bool = False) -> Statement:
         """Register what ``sql`` reads from Python and rewrite its table functions."""
         statement = self._new(sql)
-        for name, obj in self.caller_objects(sql).items():
+        for name, obj in self.caller_objects(sql, statement).items():
             self._register(statement, name, obj)
-        statement.sql = rewrite_table_functions(
-            sql, lambda call, _alias: self._open_call(statement, call)
-        )
+        if has_table_function(sql):
+            statement.sql = rewrite_table_functions(
+                sql, lambda call, _alias: self._open_call(statement, call), tree=statement.tree()
+            )
         if pin:
             self._pinned = statement
         return statement
@@ -109,11 +129,12 @@ class SourceRegistry:
             self._register(statement, name, obj)
         return statement
 
-    def caller_objects(self, sql: str) -> dict[str, object]:
-        """The caller-scope DataFrames/Arrow objects ``sql`` reads that the catalog lacks."""
+    def caller_objects(self, sql: str, statement: Statement | None = None) -> dict[str, object]:
+        """The caller-scope DataFrames/Arrow objects ``sql`` reads that the catalog lacks
+        (``statement``: the one ``sql`` is the text of, whose AST is then reused)."""
         frame = caller_frame()
         try:
-            return self._caller_objects(sql, frame)
+            return self._caller_objects(sql, frame, statement or Statement(sql, 0))
         finally:
             del frame
 
@@ -140,7 +161,9 @@ class SourceRegistry:
                     del self._owners[name]
                     self._owner.duckdb.unregister(name)
 
-    def _caller_objects(self, sql: str, frame: FrameType | None) -> dict[str, object]:
+    def _caller_objects(
+        self, sql: str, frame: FrameType | None, statement: Statement
+    ) -> dict[str, object]:
         if frame is None:
             return {}
         scopes = (frame.f_locals, frame.f_globals)
@@ -153,7 +176,7 @@ class SourceRegistry:
                     break
         if not found:
             return found
-        tables = _table_names(sql)
+        tables = _table_names(statement.tree_or_none())
         return {
             name: obj
             for name, obj in found.items()
@@ -253,11 +276,9 @@ def _defer(pending: list[tuple[list[str], int]], names: list[str], serial: int) 
     pending.append((names, serial))
 
 
-def _table_names(sql: str) -> set[str] | None:
-    """Lower-case names of the tables ``sql`` reads (CTEs excluded); None if it does not parse."""
-    try:
-        tree = sqlglot.parse_one(sql, dialect="duckdb")
-    except sqlglot.errors.ParseError:
+def _table_names(tree: exp.Expr | None) -> set[str] | None:
+    """Lower-case names of the tables ``tree`` reads (CTEs excluded); None if it did not parse."""
+    if tree is None:
         return None
     ctes = {cte.alias_or_name.lower() for cte in tree.find_all(exp.CTE)}
     names = {t.name.lower() for t in tree.find_all(exp.Table) if t.name and not t.db}

@@ -36,6 +36,7 @@ __all__ = [
     "OPTION_NAMES",
     "CallOptions",
     "is_option",
+    "models_named",
     "split_options",
 ]
 
@@ -115,6 +116,18 @@ DEFAULT_OPTIONS = CallOptions()
 def is_option(node: exp.Expression) -> bool:
     """A ``name := value`` (or ``name => value``) argument."""
     return isinstance(node, exp.PropertyEQ | exp.Kwarg)
+
+
+def models_named(tree: exp.Expr) -> list[str]:
+    """The models the ``sem_*`` calls of ``tree`` name with ``model :=`` (their options are
+    checked on the way, so a bad one fails before anything runs)."""
+    names: list[str] = []
+    for call in tree.find_all(exp.Anonymous):
+        if call.name.lower().startswith("sem_"):
+            model = split_options(call)[2].model
+            if model is not None and model not in names:
+                names.append(model)
+    return names
 
 
 def split_options(call: exp.Func) -> tuple[list[exp.Expression], list[exp.Expression], CallOptions]:

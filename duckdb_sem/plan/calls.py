@@ -43,6 +43,7 @@ def sem_call(call: exp.Anonymous, scope: Scope, kind: OperatorKind | None = None
     template = parse_template(args[0].this)
     rest = args[1:]
     output_type: str | None = None
+    named = not template.is_positional
     if name in ("sem_map", "sem_agg") and rest and _is_string(rest[-1]):
         output_type = rest.pop().this
     if template.is_positional:
@@ -54,7 +55,7 @@ def sem_call(call: exp.Anonymous, scope: Scope, kind: OperatorKind | None = None
         template = template.positional()
     attrs = []
     for f in fields:
-        attr = scope.resolve(f, where=f"template {args[0].this!r}")
+        attr = scope.resolve(f, where=f"template {args[0].this!r}", template=named)
         assert attr is not None
         attrs.append(attr)
     return n.SemCall(template.source, tuple(attrs), kind or SEMANTIC[name], output_type, options)

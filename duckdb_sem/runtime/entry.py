@@ -17,6 +17,7 @@ from typing import Any, Protocol
 
 import duckdb
 import pyarrow as pa
+from sqlglot import exp
 
 from duckdb_sem.backends.base import Backend
 from duckdb_sem.backends.registry import create_backend
@@ -89,7 +90,7 @@ def model_backends(engine: Any) -> dict[str, Any]:
     return {name: backend for name, backend in found.items() if backend is not None}
 
 
-def written_plan(con: Any, sql: str) -> Node:
+def written_plan(con: Any, sql: str | exp.Expr) -> Node:
     """The plan of ``sql`` as written (``PlanError`` for a shape the optimizer does not plan);
     nothing runs but DuckDB's ``LIMIT 0`` descriptions of the tables it reads."""
     raw = getattr(con, "duckdb", con)
