@@ -156,6 +156,10 @@ def test_unknown_model_fails_before_any_call(
             con.sql("SELECT id FROM reviews WHERE sem_filter('{text} x', model := 'fats')")
     with pytest.raises(UnknownModelError):
         con.sql("SELECT * FROM sem_topk('reviews', 2, '{text} good', model := 'nope')")
+    with pytest.raises(UnknownModelError):
+        con.sql(
+            "EXPLAIN SEMANTIC SELECT id FROM reviews WHERE sem_filter('{text} x', model := 'no')"
+        )
     assert all(b.rows == [] for b in backends.values())
 
 
