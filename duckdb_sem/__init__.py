@@ -41,6 +41,7 @@ from duckdb_sem.errors import (
     UnknownColumnError,
     UnknownModelError,
 )
+from duckdb_sem.runtime.budget import Budget
 from duckdb_sem.runtime.context import QueryStats
 from duckdb_sem.runtime.operators import SemEngine
 from duckdb_sem.scheduler.models import Models, refuse_on_sidecar
@@ -99,6 +100,8 @@ def install(
     cache: str | None = None,
     scheduler: str | None = None,
     batch_size: int | None = None,
+    max_llm_calls: int | None = None,
+    max_prompt_tokens: int | None = None,
     models: Mapping[str, str | Backend] | None = None,
 ) -> SemSession:
     """Register ``sem_filter``, ``sem_map``, ``sem_join``, ``sem_agg`` (explicit form) in ``con``.
@@ -107,9 +110,13 @@ def install(
     ``cache`` a file path or ``'off'``; ``scheduler`` a sidecar URL; ``models`` named models
     (name -> spec string or Backend, over ``DUCKDB_SEM_MODELS``) that a call picks with
     ``model := 'name'``. Returns the session, whose ``query.stats()`` holds the LLM usage
-    since the last ``session.new_query()``.
+    since the last ``session.new_query()``. ``max_llm_calls`` / ``max_prompt_tokens`` bound
+    the backend work of each query (from one ``session.new_query()`` to the next), as in
+    :func:`connect`.
     """
-    settings = _settings(backend, cache, scheduler, batch_size)
+    settings = _settings(backend, cache, scheduler, batch_size).with_overrides(
+        max_llm_calls=max_llm_calls, max_prompt_tokens=max_prompt_tokens
+    )
     for name, _ in [*settings.models, *(models or {}).items()]:
         refuse_on_sidecar(settings, name)  # before the sidecar is even asked
     client = scheduler_for(settings, backend if isinstance(backend, Backend) else None)
@@ -118,7 +125,9 @@ def install(
     except BaseException:
         client.close()
         raise
-    session = SemSession(con, SemEngine(client, batch_size=settings.batch_size, models=named))
+    budget = Budget(settings.max_llm_calls, settings.max_prompt_tokens)
+    engine = SemEngine(client, batch_size=settings.batch_size, models=named)
+    session = SemSession(con, engine, budget=budget)
     session.install()
     return session
 
@@ -150,8 +159,9 @@ def connect(
     settings = _settings(backend, cache, scheduler, batch_size).with_overrides(
         max_llm_calls=max_llm_calls, max_prompt_tokens=max_prompt_tokens
     )
-    session = install(con, backend=backend, cache=cache, scheduler=scheduler,
-                      batch_size=batch_size, models=models)  # fmt: skip
+    session = install(con, backend=backend, cache=cache, scheduler=scheduler, batch_size=batch_size,
+                      max_llm_calls=max_llm_calls, max_prompt_tokens=max_prompt_tokens,
+                      models=models)  # fmt: skip
     return SemConnection(con, session, settings, optimize=optimize)
 
 

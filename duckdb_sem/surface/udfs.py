@@ -28,6 +28,7 @@ import contextlib
 import itertools
 import threading
 from collections.abc import Callable
+from typing import Any
 
 import duckdb
 import duckdb.func
@@ -73,10 +74,15 @@ _session_ids = itertools.count(1)
 class SemSession:
     """The duckdb-sem state attached to one DuckDB connection: engine, current query, errors."""
 
-    def __init__(self, con: duckdb.DuckDBPyConnection, engine: SemEngine) -> None:
+    def __init__(
+        self, con: duckdb.DuckDBPyConnection, engine: SemEngine, *, budget: Any = None
+    ) -> None:
         self.con = con
         self.engine = engine
-        self.query = QueryContext()
+        #: limits of each query's backend work (``runtime.budget.Budget``) when a new query
+        #: names none: how ``install(con, max_llm_calls=...)`` bounds the UDF path
+        self.budget = budget
+        self.query = QueryContext(budget=budget)
         self.last_error: SemError | None = None
         self._registered: set[str] = set()
         self._lock = threading.Lock()
@@ -88,6 +94,8 @@ class SemSession:
         self._define_lock = threading.RLock()
 
     def new_query(self, **kwargs: object) -> QueryContext:
+        if kwargs.get("budget") is None:
+            kwargs["budget"] = self.budget
         self.query = QueryContext(**kwargs)  # type: ignore[arg-type]
         self.last_error = None
         return self.query
