@@ -17,6 +17,8 @@ variable                        default                     meaning
 ``DUCKDB_SEM_AGING_RATE``       ``100``                     srtf/joint aging: cost units per second waited
 ``DUCKDB_SEM_MAX_LLM_CALLS``    (no limit)                  per query: most backend calls before it fails
 ``DUCKDB_SEM_MAX_PROMPT_TOKENS``  (no limit)                per query: most prompt tokens before it fails
+``DUCKDB_SEM_MODELS``           (none)                      named models, ``name=spec;name=spec``
+                                                            (``model := 'name'``; docs/backends.md)
 ==============================  ==========================  ==========================================
 
 Options passed to :func:`duckdb_sem.connect` override the environment. A ``DUCKDB_SEM_*``
@@ -35,7 +37,15 @@ from pathlib import Path
 
 from duckdb_sem.errors import ConfigError
 
-__all__ = ["ENV_PREFIX", "ENV_VARS", "Settings", "check_env", "default_cache_path", "parse_cache"]
+__all__ = [
+    "ENV_PREFIX",
+    "ENV_VARS",
+    "Settings",
+    "check_env",
+    "default_cache_path",
+    "parse_cache",
+    "parse_models",
+]
 
 ENV_PREFIX = "DUCKDB_SEM_"
 
@@ -52,6 +62,7 @@ ENV_VARS = {
     "DUCKDB_SEM_AGING_RATE": "srtf/joint aging rate, cost units per second waited (default 100)",
     "DUCKDB_SEM_MAX_LLM_CALLS": "per query: most backend LLM calls before it fails (default none)",
     "DUCKDB_SEM_MAX_PROMPT_TOKENS": "per query: most prompt tokens sent before it fails (default none)",
+    "DUCKDB_SEM_MODELS": "named models for model := 'name', as name=spec;name=spec (default none)",
     "DUCKDB_SEM_OPENAI_API_KEY": "API key of openai: backends (else OPENAI_API_KEY)",
     "DUCKDB_SEM_SIM_PROFILE": "duckdb-sem sim-server: the simulated GPU profile (default default)",
     "DUCKDB_SEM_SIM_LISTEN": "duckdb-sem sim-server: HOST:PORT to listen on",
@@ -96,6 +107,22 @@ def _limit_env(name: str) -> int | None:
     return value
 
 
+def parse_models(raw: str) -> tuple[tuple[str, str], ...]:
+    """``name=spec;name=spec`` (``DUCKDB_SEM_MODELS``) as (name, spec) pairs."""
+    out: list[tuple[str, str]] = []
+    for part in raw.split(";"):
+        if not part.strip():
+            continue
+        name, sep, spec = part.partition("=")
+        if not sep or not name.strip() or not spec.strip():
+            raise ConfigError(
+                f"DUCKDB_SEM_MODELS: {part.strip()!r} is not name=spec; write e.g. "
+                "fast=llama:;big=openai:http://127.0.0.1:8000/v1?model=m"
+            )
+        out.append((name.strip(), spec.strip()))
+    return tuple(out)
+
+
 def default_cache_path() -> Path:
     base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
     return Path(base) / "duckdb-sem" / "llm_cache.sqlite"
@@ -122,6 +149,7 @@ class Settings:
     aging_rate: float | None = None  # None: the policy's default
     max_llm_calls: int | None = None  # per query (runtime.budget); None: no limit
     max_prompt_tokens: int | None = None
+    models: tuple[tuple[str, str], ...] = ()  # named models: (name, backend spec)
 
     @staticmethod
     def from_env() -> Settings:
@@ -155,6 +183,7 @@ class Settings:
             aging_rate=aging,
             max_llm_calls=_limit_env("DUCKDB_SEM_MAX_LLM_CALLS"),
             max_prompt_tokens=_limit_env("DUCKDB_SEM_MAX_PROMPT_TOKENS"),
+            models=parse_models(env.get("DUCKDB_SEM_MODELS", "")),
         )
         settings.validate()
         return settings

@@ -1,8 +1,9 @@
 """``SemConnection``: a DuckDB connection that understands semantic SQL.
 
 It is used like ``duckdb.DuckDBPyConnection`` (``sql``, ``execute``, ``fetchall``, ``arrow``,
-``df``; anything else is passed through), and adds ``stats()``, ``explain_semantic()`` and an
-``interrupt()`` that also stops the query's queued LLM work. Before DuckDB sees a statement with
+``df``; anything else is passed through), and adds ``stats()``, ``explain_semantic()``, the
+named ``models`` (``CREATE MODEL``, ``DROP MODEL``, ``SHOW MODELS``) and an ``interrupt()``
+that also stops the query's queued LLM work. Before DuckDB sees a statement with
 a semantic call, ``{column}`` templates are bound (errors here cost no LLM call); DuckDB then runs
 it, calling the ``sem_*`` UDFs batch by batch.
 """
@@ -23,14 +24,17 @@ import pyarrow as pa
 from duckdb_sem.config import Settings
 from duckdb_sem.errors import PlanError, QueryCancelledError
 from duckdb_sem.explain import explain_semantic
+from duckdb_sem.llm.call_options import models_named
 from duckdb_sem.relation import SemRelation
 from duckdb_sem.runtime.budget import Budget, check_setting
 from duckdb_sem.runtime.context import Progress, QueryStats
 from duckdb_sem.runtime.entry import run_query, written_plan
 from duckdb_sem.runtime.operators import SemEngine
 from duckdb_sem.runtime.progress import QueryProgress, RuntimeOptions
+from duckdb_sem.scheduler.models import Models
 from duckdb_sem.sources import SourceRegistry, Statement
 from duckdb_sem.surface.bind import bind_sql, has_semantic_call
+from duckdb_sem.surface.model_statements import ModelStatement, parse_model_statement
 from duckdb_sem.surface.params import inline_into, number_placeholders
 from duckdb_sem.surface.udfs import SemSession
 
@@ -96,6 +100,9 @@ class SemConnection:
         setting = self._maybe_setting(query)
         if setting is not None:
             return SemRelation(self._con.sql(setting), self)
+        model = parse_model_statement(query)
+        if model is not None:
+            return SemRelation(self._con.sql(self.model_statement(model)), self)
         statement = self._sources.open(_numbered(query, params))
         route = self._route(statement, params)
         if route.planned is not None:
@@ -112,6 +119,10 @@ class SemConnection:
         setting = self._maybe_setting(query)
         if setting is not None:
             self._con.execute(setting)
+            return self
+        model = parse_model_statement(query)
+        if model is not None:
+            self._con.execute(self.model_statement(model))
             return self
         route = self._route(self._sources.open(_numbered(query, parameters), pin=True), parameters)
         if route.planned is not None:
@@ -180,8 +191,9 @@ class SemConnection:
         raw = self._con.cursor()
         client = self.session.engine.client
         share = getattr(client, "share", None)  # a handle of its own, released by its close()
-        engine = SemEngine(share() if share is not None else client,
-                           batch_size=self.session.engine.batch_size)  # fmt: skip
+        own = share() if share is not None else client
+        engine = SemEngine(own, batch_size=self.session.engine.batch_size,
+                           models=self.models.share(own))  # fmt: skip
         session = SemSession(raw, engine)
         session.install()
         child = SemConnection(raw, session, self.settings, optimize=self.optimize)
@@ -204,6 +216,34 @@ class SemConnection:
         return call
 
     # -- duckdb-sem additions ---------------------------------------------------------------
+    @property
+    def models(self) -> Models:
+        """The named models calls choose with ``model :=`` (``default``: this connection's
+        backend); ``models.register(name, spec)`` is ``CREATE MODEL name USING 'spec'``."""
+        return self.session.engine.models
+
+    def model_statement(self, statement: ModelStatement) -> str:
+        """Apply a ``CREATE``/``DROP``/``SHOW MODELS`` statement; the SQL that answers it."""
+        if statement.verb == "show":
+            return self.models_sql()
+        if statement.verb == "drop":
+            self.models.drop(statement.name, missing_ok=statement.if_exists)
+        elif not (statement.if_exists and statement.name.lower() in self.models.names()):
+            self.models.register(statement.name, statement.spec,
+                                 replace_existing=statement.replace)  # fmt: skip
+        return "SELECT 1 WHERE false"
+
+    def models_sql(self) -> str:
+        """The SQL of ``SHOW MODELS``: one row per model (name, spec, backend_id)."""
+
+        def lit(text: str) -> str:
+            return "'" + text.replace("'", "''") + "'"
+
+        rows = ", ".join(
+            f"({lit(m.name)}, {lit(m.spec)}, {lit(m.backend_id)})" for m in self.models.info()
+        )
+        return f"SELECT * FROM (VALUES {rows}) AS models(name, spec, backend_id)"
+
     def stats(self) -> QueryStats:
         """LLM usage of the last query: virtual and physical calls and tokens, cache hits."""
         return self.session.query.stats()
@@ -223,7 +263,7 @@ class SemConnection:
     def interrupt(self) -> None:
         """Cancel the running query: its queued LLM work is dropped, DuckDB is interrupted."""
         self.session.query.cancelled.set()
-        self.session.engine.client.cancel(self.session.query.query_id)
+        self.session.engine.cancel(self.session.query.query_id)
         self._con.interrupt()
 
     def close(self) -> None:
@@ -254,6 +294,8 @@ class SemConnection:
             self._plans.clear()  # it may be DDL that changes what a remembered plan reads
             return Route(sql, why="it has no semantic call: DuckDB runs it alone")
         tree = statement.tree()
+        for name in models_named(tree):  # an unknown model fails here, before any LLM call
+            self.models.check(name)
         why = "the connection does not optimize (optimize=False)"
         if plan and self.optimize:
             planned, why = self._plan(sql, tree, params)

@@ -10,6 +10,9 @@ operator shows what it did, followed by the estimator's report.
 A statement the optimizer does not plan (a CTE, an outer join, DDL, ...) runs through DuckDB
 with the ``sem_*`` functions where they are written; EXPLAIN then says so, why, and shows
 DuckDB's own plan of the statement it will run.
+
+A call on a named model shows it in its operator's label (``model := 'fast'``), and a
+``models:`` line says which backend each model the plan uses is.
 """
 
 from __future__ import annotations
@@ -31,7 +34,6 @@ from duckdb_sem.runtime.entry import (
     options_from_settings,
     prepare,
     start,
-    target_backend,
 )
 from duckdb_sem.runtime.plan_sql import scan_sql
 from duckdb_sem.runtime.progress import RuntimeOptions
@@ -39,7 +41,7 @@ from duckdb_sem.runtime.progress import RuntimeOptions
 if TYPE_CHECKING:
     from duckdb_sem.connection import SemConnection
 
-__all__ = ["explain_semantic", "statistics_line"]
+__all__ = ["explain_semantic", "models_line", "statistics_line"]
 
 
 def statistics_line(prepared: Prepared, options: RuntimeOptions) -> str:
@@ -79,6 +81,9 @@ def explain_semantic(
         return _unplanned(con, con._route(con._sources.open(sql), None, plan=False).sql, str(err))
     model = CostModel(table_rows=prepared.table_rows, stats=prepared.stats)
     head = statistics_line(prepared, options)
+    named = models_line(con, prepared.choice.best.plan)
+    if named:
+        head += "\n" + named
     prompts = prompt_lines(con, prepared.choice.best.plan) if verbose else []
     if not analyze:
         text = explain_choice(prepared.choice, model, runner_ups=runner_ups)
@@ -91,15 +96,28 @@ def explain_semantic(
     return "\n".join([text, head, *run.report().lines(), *prompts])
 
 
+def models_line(con: SemConnection, plan: Node) -> str:
+    """``models: default = ..., fast = ...`` for a plan with a call on a named model, else ''."""
+    names = {c.options.model_name for n in plan.walk() if (c := getattr(n, "call", None))}
+    if names <= {None, "default"}:
+        return ""
+    shown = []
+    for name in sorted(names, key=lambda m: (m is not None, m or "")):
+        backend = con.models.backend(name)
+        where = backend.describe() if backend is not None else con.models.client(name).backend_id
+        shown.append(f"{name or 'default'} = {where}")
+    return "models: " + "; ".join(shown)
+
+
 def prompt_lines(con: SemConnection, plan: Node) -> list[str]:
-    """What each semantic operator of ``plan`` asks for its first row: the backend, the
-    decoding parameters, the output, and the chat as the backend sends it."""
-    backend = target_backend(con.session.engine)
+    """What each semantic operator of ``plan`` asks for its first row: the model's backend,
+    the decoding parameters, the output, and the chat as the backend sends it."""
     lines = ["prompts (the first row of each operator):"]
     for node in plan.walk():
         call: SemCall | None = getattr(node, "call", None)
         if call is None:
             continue
+        backend = con.models.backend(call.options.model)
         request = _first_request(con, plan, call)
         lines.append(f"  {node.label()}")
         if request is None:
@@ -138,7 +156,7 @@ def _first_request(con: SemConnection, plan: Node, call: SemCall) -> LLMRequest 
         values.append(rendered[0])
     template = parse_template(call.template)
     return build_request(call.kind, template.render(values), output_type=call.output_type,
-                         template=template)  # fmt: skip
+                         template=template, options=call.options)  # fmt: skip
 
 
 def _unplanned(con: SemConnection, bound_sql: str, why: str) -> str:

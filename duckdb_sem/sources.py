@@ -192,6 +192,7 @@ class SourceRegistry:
         return bool(rows)
 
     def _open_call(self, statement: Statement, call: TableCall) -> str:
+        self._owner.models.check(call.options.model)  # before reading or asking anything
         tables = [self._read_input(call, sql) for sql in call.inputs]
         fields = bind_fields(call, [t.schema.names for t in tables])
         columns = [col for _, col in fields.refs]
@@ -209,22 +210,24 @@ class SourceRegistry:
             assert call.k is not None
             schema = ts.topk_schema(tables[0].schema)
             produce = lambda: ts.topk_batches(  # noqa: E731
-                tables[0], fields.template, columns, call.k or 1, engine=engine, query=query
-            )
+                tables[0], fields.template, columns, call.k or 1, engine=engine, query=query,
+                options=call.options,
+            )  # fmt: skip
         elif call.name == "sem_extract":
             assert call.struct is not None
             struct = call.struct
             schema = ts.extract_schema(tables[0].schema, struct)
             produce = lambda: ts.extract_batches(  # noqa: E731
                 tables[0], fields.template, columns, struct, engine=engine, query=query,
-                batch_size=batch,
+                batch_size=batch, options=call.options,
             )  # fmt: skip
         else:
             left, right = tables
             names = ts.unique_names([*left.schema.names, *right.schema.names])
             schema = pa.schema([f.with_name(n) for f, n in zip([*left.schema, *right.schema],
                                                                 names, strict=True)])  # fmt: skip
-            produce = lambda: self._join(left, right, fields, names, query)  # noqa: E731
+            produce = lambda: self._join(left, right, fields, names, query,  # noqa: E731
+                                         call.options.sql_args())  # fmt: skip
         name = self.unique_name("tf")
         self._register(statement, name, ts.LazyArrowSource(schema, produce, on_error=remember))
         return name
@@ -237,8 +240,9 @@ class SourceRegistry:
         return table
 
     def _join(
-        self, left: pa.Table, right: pa.Table, fields: Any, names: list[str], query: Any
-    ) -> Iterator[pa.RecordBatch]:
+        self, left: pa.Table, right: pa.Table, fields: Any, names: list[str], query: Any,
+        options: str = "",
+    ) -> Iterator[pa.RecordBatch]:  # fmt: skip
         """The matching pairs, planned and run by the optimizer on a cursor.
 
         The cursor is a second connection to the same database: code running inside a DuckDB
@@ -255,7 +259,7 @@ class SourceRegistry:
             literal = exp.Literal.string(fields.template).sql(dialect="duckdb")
             sql = (
                 f"SELECT {items} FROM __sem_left AS l CROSS JOIN __sem_right AS r "
-                f"WHERE sem_join({literal}, {args})"
+                f"WHERE sem_join({literal}, {args}{options})"
             )
             plan = plan_query(cursor, sql)
             batch = self._owner.settings.batch_size

@@ -6,7 +6,10 @@ transaction and its savepoints (:mod:`.transaction`), prepared statements and po
 (:mod:`.portals`, sharing one namespace with ``DECLARE``d cursors, as in PostgreSQL, so a client
 may ``Describe`` a declared cursor). A statement is a session command
 (:func:`~duckdb_sem.pgwire.commands.parse_command`) or else read by DuckDB's parser
-(:mod:`.statements`), checked by the isolation rules (:mod:`.policy`) and run.
+(:mod:`.statements`), checked by the isolation rules (:mod:`.policy`) and run. The model
+statements (``SHOW MODELS``, ``CREATE``/``DROP MODEL``: :mod:`duckdb_sem.surface.model_statements`)
+are read first; the server's models are every session's, so only a server started with
+``--external-access`` lets a client change them (others set ``DUCKDB_SEM_MODELS``).
 """
 
 from __future__ import annotations
@@ -20,7 +23,7 @@ import duckdb
 import pyarrow as pa
 
 from duckdb_sem.connection import SemConnection
-from duckdb_sem.errors import PlanError, SemError
+from duckdb_sem.errors import PlanError, RefusedError, SemError
 from duckdb_sem.pgwire import commands as cmd
 from duckdb_sem.pgwire import messages as m
 from duckdb_sem.pgwire import statements as st
@@ -32,6 +35,7 @@ from duckdb_sem.pgwire.portals import Portal, Statement
 from duckdb_sem.pgwire.results import Result
 from duckdb_sem.pgwire.settings import run_setting
 from duckdb_sem.pgwire.transaction import Transaction, Write
+from duckdb_sem.surface.model_statements import ModelStatement, parse_model_statement
 
 __all__ = ["TRANSACTION_COMMANDS", "Runner"]
 
@@ -96,6 +100,11 @@ class Runner:
             )
         if command is not None:
             return self._command(command, params)
+        model = parse_model_statement(sql)
+        if model is not None:
+            if model.verb != "show":
+                return self._model_change(model)
+            sql, params = self.con.models_sql(), []
         parsed = self._parse_one(sql)
         if parsed is None:
             return Result.command("")
@@ -128,6 +137,13 @@ class Runner:
             return Result.of_rows("EXPLAIN", _EXPLAIN_SCHEMA, iter(())).described()
         if command is not None:
             return []
+        model = parse_model_statement(sql)
+        if model is not None:
+            return (
+                []
+                if model.verb != "show"
+                else self.execution.describe_sql(self.con.models_sql(), 0)
+            )
         parsed = st.parse(sql)
         if len(parsed) != 1 or parsed[0].writes or parsed[0].type not in st.DESCRIBABLE:
             return []
@@ -151,6 +167,17 @@ class Runner:
         result = Result.of_rows("EXPLAIN", _EXPLAIN_SCHEMA, iter([batch]))
         result.fixed_tag = "EXPLAIN"
         return result
+
+    def _model_change(self, model: ModelStatement) -> Result:
+        """``CREATE``/``DROP MODEL``: the server's models, which every session shares."""
+        if not self.db.policy.external_access:
+            raise RefusedError(
+                "models are shared by every session and reach files or servers: register them "
+                "when starting the server (DUCKDB_SEM_MODELS=name=spec;...), or start it with "
+                "--external-access"
+            )
+        self.con.model_statement(model)
+        return Result.command(model.tag)
 
     def _replay(self, write: Write) -> None:
         sql, params = write

@@ -228,7 +228,7 @@ class _Builder:
                 node = n.Join(node, right)
             else:
                 sem_preds.remove(semi)
-                call = n.SemCall(semi.template, semi.args, OperatorKind.JOIN)
+                call = n.SemCall(semi.template, semi.args, OperatorKind.JOIN, options=semi.options)
                 node = n.SemJoin(node, right, call)
         if join_preds:
             raise PlanError("a join predicate reads tables it cannot see")

@@ -35,7 +35,8 @@ def build_sink(
                 col = f"__sem_agg_{len(aggs)}_{j}"
                 project.append(n.ProjectItem(f"list({n.quote(attr)})", col, frozenset({attr})))
                 lists.append(col)
-            aggs.append((n.SemCall(call.template, tuple(lists), call.kind, call.output_type), name))
+            agg = n.SemCall(call.template, tuple(lists), call.kind, call.output_type, call.options)
+            aggs.append((agg, name))
             continue
         if any(is_semantic(x) for x in expr.walk()):
             raise PlanError("sem_filter, sem_join and nested sem_agg are not planned in SELECT")

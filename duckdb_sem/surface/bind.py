@@ -3,8 +3,9 @@
 Every semantic call with named fields becomes the explicit positional form that the UDFs
 registered by :func:`duckdb_sem.install` understand, and a typed ``sem_map`` becomes a call of
 the function registered for that type. All binding errors (unknown or ambiguous column, empty
-or malformed template, unsupported type) are raised here, before any LLM call. SQL without a
-semantic call is returned untouched.
+or malformed template, unsupported type, bad named argument) are raised here, before any LLM
+call. Named arguments (``model := 'fast'``, see :mod:`duckdb_sem.llm.call_options`) stay
+after the columns, for the macros to pass on. SQL without a semantic call is returned untouched.
 
 Example:
     ``SELECT sem_map('Gist of {text}', 'VARCHAR[]') FROM reviews r WHERE sem_filter('{r.text} is positive')``
@@ -23,6 +24,7 @@ import sqlglot
 from sqlglot import exp
 
 from duckdb_sem.errors import BindError, TemplateError
+from duckdb_sem.llm.call_options import split_options
 from duckdb_sem.llm.outputs import TypeSpec, parse_type
 from duckdb_sem.llm.template import Template, parse_template
 from duckdb_sem.plan.fields import Name, resolve
@@ -100,7 +102,7 @@ def _bind_call(
 ) -> tuple[TypeSpec | None, bool]:
     """Rewrite ``call`` in place: (the typed map it needs, if any; whether it changed)."""
     name = call.name.lower()
-    args = list(call.expressions)
+    args, named, _ = split_options(call)
     if not args or not isinstance(args[0], exp.Literal) or not args[0].is_string:
         raise TemplateError(
             f"{name} needs a prompt template as a string literal first argument, "
@@ -143,10 +145,10 @@ def _bind_call(
     if spec is not None and not spec.is_text:
         listed = exp.Array(expressions=[exp.cast(c.copy(), "VARCHAR") for c in columns])
         call.replace(
-            exp.Anonymous(this=typed_map_function(spec), expressions=[new_args[0], listed])
+            exp.Anonymous(this=typed_map_function(spec), expressions=[new_args[0], listed, *named])
         )
         return spec, True
-    call.set("expressions", new_args)
+    call.set("expressions", [*new_args, *named])
     return None, not was_positional
 
 

@@ -14,6 +14,8 @@ function                                               rows
 =====================================================  ==========================================
 
 An input is a table or view name (``'reviews'``) or a query (``'SELECT * FROM r WHERE ...'``).
+Each also takes the named arguments of :mod:`duckdb_sem.llm.call_options` after its three
+(``sem_topk('reviews', 3, '{text} ...', model := 'big')``).
 The scalar ``sem_join(template)`` of JOIN ON / WHERE is untouched: only a call in FROM is a
 table function.
 
@@ -32,6 +34,7 @@ import sqlglot
 from sqlglot import exp
 
 from duckdb_sem.errors import BindError, OutputTypeError
+from duckdb_sem.llm.call_options import DEFAULT_OPTIONS, CallOptions, split_options
 from duckdb_sem.llm.outputs import TypeSpec, parse_type
 from duckdb_sem.llm.template import Template, parse_template
 from duckdb_sem.plan.fields import Name, resolve
@@ -62,6 +65,7 @@ class TableCall:
     template: Template
     k: int | None = None
     struct: TypeSpec | None = None
+    options: CallOptions = DEFAULT_OPTIONS
 
 
 @dataclass(frozen=True, slots=True)
@@ -97,7 +101,7 @@ def rewrite_table_functions(
         for table in tree.find_all(exp.Table)
         if isinstance(call := table.this, exp.Anonymous)
         and call.name.lower() in TABLE_FUNCTIONS
-        and (call.name.lower() != "sem_join" or len(call.expressions) != 1)
+        and (call.name.lower() != "sem_join" or len(split_options(call)[0]) != 1)
     ]
     if not found:
         return sql
@@ -115,7 +119,7 @@ def rewrite_table_functions(
 def parse_table_call(node: exp.Anonymous) -> TableCall:
     """Validate the arguments of one table-function call (no LLM call, no DuckDB call)."""
     name = node.name.lower()
-    args = list(node.expressions)
+    args, _, options = split_options(node)
     usage = {
         "sem_join": "sem_join('left_table_or_query', 'right_table_or_query', '{l.col} ... {r.col}')",
         "sem_topk": "sem_topk('table_or_query', k, '{col} ...')",
@@ -125,17 +129,20 @@ def parse_table_call(node: exp.Anonymous) -> TableCall:
         raise BindError(f"{name} takes 3 arguments in FROM ({len(args)} given): {usage}")
     if name == "sem_join":
         left, right = (_input(a, name, usage) for a in args[:2])
-        return TableCall(name, (left[0], right[0]), (left[1], right[1]), _template(args[2], usage))
+        return TableCall(name, (left[0], right[0]), (left[1], right[1]), _template(args[2], usage),
+                         options=options)  # fmt: skip
     source, label = _input(args[0], name, usage)
     if name == "sem_topk":
-        return TableCall(name, (source,), (label,), _template(args[2], usage), k=_k(args[1]))
+        return TableCall(name, (source,), (label,), _template(args[2], usage), k=_k(args[1]),
+                         options=options)  # fmt: skip
     struct = parse_type(_string(args[2], name, "the output type", usage))
     if struct.kind != "struct":
         raise OutputTypeError(
             f"sem_extract needs a STRUCT type, got {struct.sql!r}; "
             "write e.g. 'STRUCT(name VARCHAR, year INTEGER)'"
         )
-    return TableCall(name, (source,), (label,), _template(args[1], usage), struct=struct)
+    return TableCall(name, (source,), (label,), _template(args[1], usage), struct=struct,
+                     options=options)  # fmt: skip
 
 
 def bind_fields(call: TableCall, columns: Sequence[Sequence[str]]) -> BoundFields:
