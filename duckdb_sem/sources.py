@@ -8,9 +8,10 @@ Before a statement is bound, :meth:`SourceRegistry.open`
    from inside this package, where DuckDB's own lookup would not see the caller's variables.
    Catalog tables and views win over Python variables, as in DuckDB;
 2. replaces each semantic table function (``surface.table_functions``) by a registered
-   :class:`~duckdb_sem.runtime.table_sources.LazyArrowSource`. Inputs are read (through the
-   connection, so semantic calls in an input query are bound and optimized) when the statement
-   is opened; the function's own LLM work runs when DuckDB pulls batches.
+   :class:`~duckdb_sem.runtime.table_sources.LazyArrowSource`. An input query with a semantic
+   call is described when the statement is opened and read (bound and optimized as a query of
+   its own) when DuckDB first pulls the function's batches, as the function's own LLM work is;
+   other inputs are read when the statement is opened.
 
 Registrations live as long as the :class:`Statement` (held by the relation the statement
 returned, or until the next ``execute``); they are dropped at the start of a later statement.
@@ -22,7 +23,7 @@ import itertools
 import re
 import sys
 import weakref
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from types import FrameType
 from typing import TYPE_CHECKING, Any
 
@@ -35,7 +36,7 @@ from duckdb_sem.identifiers import quote_identifier as _q
 from duckdb_sem.optimizer import plan_query
 from duckdb_sem.runtime import table_sources as ts
 from duckdb_sem.runtime.execute_plan import execute_plan
-from duckdb_sem.surface.bind import parse_statement
+from duckdb_sem.surface.bind import has_semantic_call, parse_statement
 from duckdb_sem.surface.table_functions import (
     TableCall,
     bind_fields,
@@ -193,8 +194,8 @@ class SourceRegistry:
 
     def _open_call(self, statement: Statement, call: TableCall) -> str:
         self._owner.models.check(call.options.model)  # before reading or asking anything
-        tables = [self._read_input(call, sql) for sql in call.inputs]
-        fields = bind_fields(call, [t.schema.names for t in tables])
+        inputs = [self._input(call, sql) for sql in call.inputs]
+        fields = bind_fields(call, [schema.names for schema, _ in inputs])
         columns = [col for _, col in fields.refs]
         session = self._owner.session
 
@@ -208,29 +209,57 @@ class SourceRegistry:
         engine = session.engine
         if call.name == "sem_topk":
             assert call.k is not None
-            schema = ts.topk_schema(tables[0].schema)
+            schema = ts.topk_schema(inputs[0][0])
             produce = lambda: ts.topk_batches(  # noqa: E731
-                tables[0], fields.template, columns, call.k or 1, engine=engine, query=query,
+                inputs[0][1](), fields.template, columns, call.k or 1, engine=engine, query=query,
                 options=call.options,
             )  # fmt: skip
         elif call.name == "sem_extract":
             assert call.struct is not None
             struct = call.struct
-            schema = ts.extract_schema(tables[0].schema, struct)
+            schema = ts.extract_schema(inputs[0][0], struct)
             produce = lambda: ts.extract_batches(  # noqa: E731
-                tables[0], fields.template, columns, struct, engine=engine, query=query,
+                inputs[0][1](), fields.template, columns, struct, engine=engine, query=query,
                 batch_size=batch, options=call.options,
             )  # fmt: skip
         else:
-            left, right = tables
-            names = ts.unique_names([*left.schema.names, *right.schema.names])
-            schema = pa.schema([f.with_name(n) for f, n in zip([*left.schema, *right.schema],
+            (left, read_left), (right, read_right) = inputs
+            names = ts.unique_names([*left.names, *right.names])
+            schema = pa.schema([f.with_name(n) for f, n in zip([*left, *right],
                                                                 names, strict=True)])  # fmt: skip
-            produce = lambda: self._join(left, right, fields, names, query,  # noqa: E731
-                                         call.options.sql_args())  # fmt: skip
+            produce = lambda: self._join(read_left(), read_right(), fields,  # noqa: E731
+                                         names, query, call.options.sql_args())  # fmt: skip
         name = self.unique_name("tf")
         self._register(statement, name, ts.LazyArrowSource(schema, produce, on_error=remember))
         return name
+
+    def _input(self, call: TableCall, sql: str) -> tuple[pa.Schema, Callable[[], pa.Table]]:
+        """The schema of an input and how to read it. An input without a semantic call is read
+        now (DuckDB work only); one with a semantic call is read when the function's rows are
+        first pulled, on a cursor whose queries are this session's current one (counted,
+        budgeted and cancelled with it), so opening the statement makes no LLM call. An input
+        the cursor cannot see (a TEMP table, a caller-scope DataFrame) is read now."""
+        if not has_semantic_call(sql):
+            table = self._read_input(call, sql)
+            return table.schema, lambda: table
+        child = self._owner.cursor()
+        child.session.follows = self._owner.session
+        try:
+            # the plan run to LIMIT 0 (or DuckDB's LIMIT 0 on the UDF path): no LLM call
+            schema = child.sql(sql).limit(0).to_arrow_reader().schema
+        except (duckdb.Error, BindError):
+            child.close()
+            table = self._read_input(call, sql)
+            return table.schema, lambda: table
+
+        def read() -> pa.Table:
+            try:
+                table: pa.Table = child.sql(sql).to_arrow_reader().read_all()
+            finally:
+                child.close()
+            return table
+
+        return schema, read
 
     def _read_input(self, call: TableCall, sql: str) -> pa.Table:
         try:

@@ -83,6 +83,9 @@ class SemSession:
         #: names none: how ``install(con, max_llm_calls=...)`` bounds the UDF path
         self.budget = budget
         self.query = QueryContext(budget=budget)
+        #: a session whose queries are another session's current one (a cursor that reads a
+        #: table function's input while the statement runs: same stats, budget, cancellation)
+        self.follows: SemSession | None = None
         self.last_error: SemError | None = None
         self._registered: set[str] = set()
         self._lock = threading.Lock()
@@ -94,6 +97,10 @@ class SemSession:
         self._define_lock = threading.RLock()
 
     def new_query(self, **kwargs: object) -> QueryContext:
+        if self.follows is not None:
+            self.query = self.follows.query
+            self.last_error = None
+            return self.query
         if kwargs.get("budget") is None:
             kwargs["budget"] = self.budget
         self.query = QueryContext(**kwargs)  # type: ignore[arg-type]
