@@ -164,8 +164,8 @@ class _Builder:
                 continue
             if any(is_semantic(x) for x in c.walk()):
                 raise PlanError("a semantic call inside a WHERE expression is not planned")
-            sql, reads = self.scope.rewrite(c, where="WHERE")
-            pred = n.Predicate(sql, reads)
+            tree, reads = self.scope.rewrite(c, where="WHERE")
+            pred = n.Predicate(tree, reads)
             owners = {s.alias for s in self.scope.sources if reads & s.attrs}
             if reads & (map_attrs | nested):  # reads a sem_map output: above the map
                 late.append(pred)
@@ -213,7 +213,7 @@ class _Builder:
             mine = [p for p in join_preds if p.reads <= node.attrs | right.attrs]
             join_preds[:] = [p for p in join_preds if p not in mine]
             if mine:
-                cond = n.Predicate(" AND ".join(f"({p.sql})" for p in mine), _union(mine))
+                cond = n.Predicate(exp.and_(*(exp.paren(p.expr) for p in mine)), _union(mine))
                 node = n.Join(node, right, cond)
                 continue
             semi = next(

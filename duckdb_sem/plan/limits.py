@@ -70,5 +70,5 @@ def stop_rule(sink: list[Node], driving: Scan) -> StopRule | None:
         and len(rest[0].key_reads) == len(rest[0].keys)
         and all(r is not None and r <= driving.produces for r in rest[0].key_reads)
     ):
-        return StopRule(need, limit.offset, limit.limit, order=rest[0].keys)
+        return StopRule(need, limit.offset, limit.limit, order=rest[0].key_sql)
     return None

@@ -70,8 +70,8 @@ class Scope:
 
     def rewrite(
         self, node: exp.Expr, *, where: str, aliases: bool = False
-    ) -> tuple[str, frozenset[str]]:
-        """SQL of ``node`` over quoted attributes, and the attributes it reads."""
+    ) -> tuple[exp.Expr, frozenset[str]]:
+        """A copy of ``node`` over quoted attributes, and the attributes it reads."""
         if any(isinstance(n, exp.Subquery | exp.Select) for n in node.walk()):
             raise PlanError(f"{where}: subqueries are planned by DuckDB alone (UDF path)")
         tree = node.copy()
@@ -90,5 +90,4 @@ class Scope:
                 tree = replacement
             else:
                 column.replace(replacement)
-        sql = tree.sql(dialect="duckdb", normalize_functions=False)
-        return sql, frozenset(reads)
+        return tree, frozenset(reads)
