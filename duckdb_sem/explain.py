@@ -14,6 +14,7 @@ DuckDB's own plan of the statement it will run.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
 from duckdb_sem.backends.base import plain_chat
@@ -23,8 +24,9 @@ from duckdb_sem.llm.render import render_column
 from duckdb_sem.llm.request import LLMRequest
 from duckdb_sem.llm.template import parse_template
 from duckdb_sem.optimizer.actuals import Actual
-from duckdb_sem.optimizer.cost import CostModel
+from duckdb_sem.optimizer.cost import CostModel, Estimate
 from duckdb_sem.optimizer.explain import explain_choice
+from duckdb_sem.optimizer.spend import Price, spend_lines, total
 from duckdb_sem.plan.nodes import Node, Scan, SemCall, quote
 from duckdb_sem.runtime.entry import (
     Prepared,
@@ -39,7 +41,7 @@ from duckdb_sem.runtime.progress import RuntimeOptions
 if TYPE_CHECKING:
     from duckdb_sem.connection import SemConnection
 
-__all__ = ["explain_semantic", "statistics_line"]
+__all__ = ["estimate_lines", "explain_semantic", "statistics_line"]
 
 
 def statistics_line(prepared: Prepared, options: RuntimeOptions) -> str:
@@ -75,16 +77,39 @@ def explain_semantic(
         return _unplanned(con, sql, err)
     model = CostModel(table_rows=prepared.table_rows, stats=prepared.stats)
     head = statistics_line(prepared, options)
+    spend = estimate_lines(con, model.estimate(prepared.choice.best.plan).values())
     prompts = prompt_lines(con, prepared.choice.best.plan) if verbose else []
     if not analyze:
         text = explain_choice(prepared.choice, model, runner_ups=runner_ups)
-        return "\n".join([text, head, *prompts])
+        return "\n".join([text, *spend, head, *prompts])
     actuals: dict[tuple[int, ...], Actual] = {}
     run = start(raw, prepared, engine, query, options, actuals=actuals)
     for _ in run.batches():
         pass
     text = explain_choice(prepared.choice, model, runner_ups=runner_ups, actuals=actuals)
-    return "\n".join([text, head, *run.report().lines(), *prompts])
+    return "\n".join([text, *spend, head, *run.report().lines(), *prompts])
+
+
+def estimate_lines(con: SemConnection, estimates: Iterable[Estimate]) -> list[str]:
+    """The plan's estimated calls and tokens, time on the connection's backend (from its
+    throughput figure) and, when a price is configured, money."""
+    backend = target_backend(con.session.engine)
+    replicas = len(getattr(con.session.engine.client, "backends", None) or [None])
+    settings = con.settings
+    price = None
+    if settings.price_per_mtok_in is not None or settings.price_per_mtok_out is not None:
+        price = Price(
+            settings.price_per_mtok_in or 0.0,
+            settings.price_per_mtok_out or 0.0,
+            source="price_per_mtok_in/_out of connect(), or DUCKDB_SEM_PRICE_IN/_OUT",
+        )
+    return spend_lines(
+        total(estimates),
+        backend=backend.spec if backend is not None else "the scheduler sidecar",
+        throughput=backend.throughput() if backend is not None else None,
+        replicas=replicas,
+        price=price,
+    )
 
 
 def prompt_lines(con: SemConnection, plan: Node) -> list[str]:
