@@ -29,6 +29,7 @@ from duckdb_sem.runtime.entry import run_query, written_plan
 from duckdb_sem.runtime.operators import SemEngine
 from duckdb_sem.runtime.progress import QueryProgress, RuntimeOptions
 from duckdb_sem.sources import SourceRegistry
+from duckdb_sem.surface.aliases import normalize_aliases
 from duckdb_sem.surface.bind import BoundQuery, bind_sql
 from duckdb_sem.surface.params import inline_params
 from duckdb_sem.surface.udfs import SemSession
@@ -73,6 +74,7 @@ class SemConnection:
     # -- DuckDB-compatible surface --------------------------------------------------------
     def sql(self, query: str, *, params: Sequence[Any] | None = None) -> SemRelation:
         """Like ``DuckDBPyConnection.sql``: a lazy relation; LLM work happens when fetched."""
+        query = normalize_aliases(query)
         explained = self._maybe_explain(query)
         if explained is not None:
             return SemRelation(self._con.sql("SELECT unnest($1) AS plan", params=[explained]), self)
@@ -91,6 +93,7 @@ class SemConnection:
         return SemRelation(rel, self, keep=statement)
 
     def execute(self, query: str, parameters: Sequence[Any] | None = None) -> SemConnection:
+        query = normalize_aliases(query)
         explained = self._maybe_explain(query)
         if explained is not None:
             self._con.execute("SELECT unnest($1) AS plan", [explained])
@@ -207,7 +210,7 @@ class SemConnection:
 
     def explain_semantic(self, query: str, *, analyze: bool = False, verbose: bool = False) -> str:
         """``EXPLAIN [ANALYZE] SEMANTIC query`` as text (see :mod:`duckdb_sem.explain`)."""
-        return explain_semantic(self, query, analyze=analyze, verbose=verbose)
+        return explain_semantic(self, normalize_aliases(query), analyze=analyze, verbose=verbose)
 
     def interrupt(self) -> None:
         """Cancel the running query: its queued LLM work is dropped, DuckDB is interrupted."""
