@@ -24,16 +24,11 @@ from rich.table import Table
 
 from duckdb_sem.llm.render import render_column
 
-__all__ = ["FORMATS", "is_empty_status", "render_table", "write_result"]
+__all__ = ["FORMATS", "render_table", "write_result"]
 
 FORMATS = ("table", "csv", "json")
 
 _COPY_OPTIONS = {"csv": "FORMAT csv, HEADER true", "json": "FORMAT json"}
-
-
-def is_empty_status(table: pa.Table) -> bool:
-    """The empty ``Count`` result DuckDB gives DDL such as ``CREATE TABLE`` (nothing to show)."""
-    return table.num_rows == 0 and table.column_names in (["Count"], [])
 
 
 def render_table(table: pa.Table, *, title: str | None = None, max_rows: int = 50) -> Table:

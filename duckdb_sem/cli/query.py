@@ -21,9 +21,9 @@ from rich.console import Console
 
 import duckdb_sem
 from duckdb_sem.cli.common import connection_options, env_epilog
-from duckdb_sem.cli.formats import FORMATS, is_empty_status, render_table, write_result
+from duckdb_sem.cli.formats import FORMATS, render_table, write_result
 from duckdb_sem.cli.progress import run_with_progress
-from duckdb_sem.cli.statements import split_statements
+from duckdb_sem.cli.statements import reads_rows, split_statements
 from duckdb_sem.connection import SemConnection
 from duckdb_sem.errors import SemError
 
@@ -111,7 +111,8 @@ def query(
             )
         except Exception as exc:  # noqa: BLE001 - DuckDB's errors too: the message, no traceback
             _fail(err, exc, statement if len(statements) > 1 else None)
-        shown += _print(table, fmt, separate=shown > 0)
+        if table.num_rows or reads_rows(statement):  # DDL, DML, SET: a status, not shown
+            shown += _print(table, fmt, separate=shown > 0)
         if stats and (len(statements) == 1 or con.stats().llm_calls):
             _print_stats(err, con)
 
@@ -129,8 +130,6 @@ def _print(table: object, fmt: str, *, separate: bool) -> int:
     import pyarrow as pa
 
     assert isinstance(table, pa.Table)
-    if is_empty_status(table):
-        return 0  # DDL: nothing to show, as in DuckDB's own shell
     if fmt == "table":
         Console().print(render_table(table))
         return 1

@@ -13,13 +13,21 @@ Example:
 
 from __future__ import annotations
 
+import re
+
 import sqlglot
 from sqlglot.errors import TokenError
 from sqlglot.tokenizer_core import TokenType
 
 from duckdb_sem.errors import BindError
 
-__all__ = ["split_statements"]
+__all__ = ["reads_rows", "split_statements"]
+
+#: first words of statements whose result is rows even when there are none
+_QUERIES = frozenset(
+    {"select", "with", "from", "values", "table", "explain", "show", "describe", "summarize",
+     "pragma", "call", "pivot", "unpivot", "("}
+)  # fmt: skip
 
 
 def split_statements(sql: str) -> list[str]:
@@ -41,3 +49,15 @@ def split_statements(sql: str) -> list[str]:
     if has_token:
         out.append(sql[start:].strip())
     return out
+
+
+def reads_rows(statement: str) -> bool:
+    """Whether ``statement`` is a query (its empty result is still a result to show), judged
+    by its first word; DDL, DML and SET answer with a status DuckDB's shell does not print."""
+    for word in re.findall(r"\(|[A-Za-z_]+", _strip_comments(statement))[:1]:
+        return word.lower() in _QUERIES
+    return False
+
+
+def _strip_comments(sql: str) -> str:
+    return re.sub(r"--[^\n]*|/\*.*?\*/", " ", sql, flags=re.S)

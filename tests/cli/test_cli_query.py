@@ -139,3 +139,20 @@ def test_progress_lines_on_a_stderr_that_is_not_a_terminal() -> None:
     assert shares == sorted(shares) and shares[-1] > shares[0], lines  # the LLM work shows
     assert all("rows " in x and "LLM " in x and len(x) <= 100 for x in lines)
     assert "\x1b[" not in done.stderr  # plain text, no terminal control codes
+
+
+def test_an_empty_query_result_is_shown_and_a_setting_is_not() -> None:
+    sql = "SET duckdb_sem.max_llm_calls = 5; SET threads = 1; SELECT 1 AS a WHERE false"
+    code, out, _ = run("--format", "csv", sql)
+    assert code == 0
+    assert out == "a\n"
+
+
+def test_explain_semantic_from_the_command_line_shows_the_estimate() -> None:
+    sql = (
+        "CREATE TABLE r AS SELECT range AS id, 'row ' || range AS text FROM range(40);"
+        "EXPLAIN SEMANTIC SELECT id FROM r WHERE sem_filter('Is it good? {text}')"
+    )
+    code, out, _ = run("--format", "csv", sql)
+    assert code == 0
+    assert "estimated: calls≈40" in out and "time≈" in out
