@@ -102,7 +102,7 @@ def query(
     shown = 0
     for statement in statements:
         try:
-            if show_prompts:
+            if show_prompts and reads_rows(statement) and not _is_explain(statement):
                 err.print(
                     con.explain_semantic(statement, verbose=True), markup=False, highlight=False
                 )
@@ -115,6 +115,10 @@ def query(
             shown += _print(table, fmt, separate=shown > 0)
         if stats and (len(statements) == 1 or con.stats().llm_calls):
             _print_stats(err, con)
+
+
+def _is_explain(statement: str) -> bool:
+    return statement.lstrip().upper().startswith("EXPLAIN")
 
 
 def _fail(err: Console, exc: BaseException, statement: str | None = None) -> NoReturn:

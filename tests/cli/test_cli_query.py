@@ -156,3 +156,15 @@ def test_explain_semantic_from_the_command_line_shows_the_estimate() -> None:
     code, out, _ = run("--format", "csv", sql)
     assert code == 0
     assert "estimated: calls≈40" in out and "time≈" in out
+
+
+def test_show_prompts_explains_only_the_queries() -> None:
+    sql = (
+        "CREATE TABLE r AS SELECT 'a good film' AS text; SET duckdb_sem.max_llm_calls = 5; "
+        "SELECT * FROM r WHERE sem_filter('Is it positive? {text}')"
+    )
+    code, out, err = run("--format", "csv", "--show-prompts", sql)
+    assert code == 0, err
+    assert err.count("prompts (the first row of each operator):") == 1
+    assert "Is it positive? a good film" in err
+    assert out.endswith("text\na good film\n")
