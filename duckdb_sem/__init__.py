@@ -14,7 +14,7 @@ cache.
 from __future__ import annotations
 
 import threading
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
@@ -39,9 +39,12 @@ from duckdb_sem.errors import (
     SidecarError,
     TemplateError,
     UnknownColumnError,
+    UnknownModelError,
 )
+from duckdb_sem.runtime.budget import Budget
 from duckdb_sem.runtime.context import QueryStats
 from duckdb_sem.runtime.operators import SemEngine
+from duckdb_sem.scheduler.models import Models, refuse_on_sidecar
 from duckdb_sem.scheduler.shared import scheduler_for
 from duckdb_sem.surface.udfs import SemSession
 
@@ -66,6 +69,7 @@ __all__ = [
     "SidecarError",
     "TemplateError",
     "UnknownColumnError",
+    "UnknownModelError",
     "connect",
     "default_connection",
     "install",
@@ -96,16 +100,34 @@ def install(
     cache: str | None = None,
     scheduler: str | None = None,
     batch_size: int | None = None,
+    max_llm_calls: int | None = None,
+    max_prompt_tokens: int | None = None,
+    models: Mapping[str, str | Backend] | None = None,
 ) -> SemSession:
     """Register ``sem_filter``, ``sem_map``, ``sem_join``, ``sem_agg`` (explicit form) in ``con``.
 
     ``backend`` is a spec string (default ``DUCKDB_SEM_BACKEND`` or ``llama:``) or a Backend;
-    ``cache`` a file path or ``'off'``; ``scheduler`` a sidecar URL. Returns the session, whose
-    ``query.stats()`` holds the LLM usage since the last ``session.new_query()``.
+    ``cache`` a file path or ``'off'``; ``scheduler`` a sidecar URL; ``models`` named models
+    (name -> spec string or Backend, over ``DUCKDB_SEM_MODELS``) that a call picks with
+    ``model := 'name'``. Returns the session, whose ``query.stats()`` holds the LLM usage
+    since the last ``session.new_query()``. ``max_llm_calls`` / ``max_prompt_tokens`` bound
+    the backend work of each query (from one ``session.new_query()`` to the next), as in
+    :func:`connect`.
     """
-    settings = _settings(backend, cache, scheduler, batch_size)
+    settings = _settings(backend, cache, scheduler, batch_size).with_overrides(
+        max_llm_calls=max_llm_calls, max_prompt_tokens=max_prompt_tokens
+    )
+    for name, _ in [*settings.models, *(models or {}).items()]:
+        refuse_on_sidecar(settings, name)  # before the sidecar is even asked
     client = scheduler_for(settings, backend if isinstance(backend, Backend) else None)
-    session = SemSession(con, SemEngine(client, batch_size=settings.batch_size))
+    try:
+        named = Models.configured(client, settings, models)
+    except BaseException:
+        client.close()
+        raise
+    budget = Budget(settings.max_llm_calls, settings.max_prompt_tokens)
+    engine = SemEngine(client, batch_size=settings.batch_size, models=named)
+    session = SemSession(con, engine, budget=budget)
     session.install()
     return session
 
@@ -124,6 +146,7 @@ def connect(
     max_prompt_tokens: int | None = None,
     price_per_mtok_in: float | None = None,
     price_per_mtok_out: float | None = None,
+    models: Mapping[str, str | Backend] | None = None,
 ) -> SemConnection:
     """Open a DuckDB database with semantic SQL; see :func:`install` for the options.
 
@@ -133,6 +156,8 @@ def connect(
     passing them; see ``duckdb_sem.runtime.budget``), over ``DUCKDB_SEM_MAX_LLM_CALLS`` and ``DUCKDB_SEM_MAX_PROMPT_TOKENS``.
     ``price_per_mtok_in`` / ``price_per_mtok_out`` (USD per million prompt / completion tokens,
     over ``DUCKDB_SEM_PRICE_IN`` / ``DUCKDB_SEM_PRICE_OUT``) add money to ``EXPLAIN SEMANTIC``.
+    ``models={"fast": "llama:", "big": "openai:http://host/v1?model=m"}`` names models for
+    ``sem_filter('{text} ...', model := 'fast')``; ``CREATE MODEL`` adds more.
     """
     con = duckdb.connect(database, read_only=read_only, config=config or {})
     settings = _settings(backend, cache, scheduler, batch_size).with_overrides(
@@ -141,7 +166,9 @@ def connect(
         price_per_mtok_in=price_per_mtok_in,
         price_per_mtok_out=price_per_mtok_out,
     )
-    session = install(con, backend=backend, cache=cache, scheduler=scheduler, batch_size=batch_size)
+    session = install(con, backend=backend, cache=cache, scheduler=scheduler, batch_size=batch_size,
+                      max_llm_calls=max_llm_calls, max_prompt_tokens=max_prompt_tokens,
+                      models=models)  # fmt: skip
     return SemConnection(con, session, settings, optimize=optimize)
 
 

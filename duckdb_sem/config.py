@@ -19,6 +19,8 @@ variable                        default                     meaning
 ``DUCKDB_SEM_MAX_PROMPT_TOKENS``  (no limit)                per query: most prompt tokens before it fails
 ``DUCKDB_SEM_PRICE_IN``         (none)                      USD per million prompt tokens (EXPLAIN money)
 ``DUCKDB_SEM_PRICE_OUT``        (none)                      USD per million completion tokens
+``DUCKDB_SEM_MODELS``           (none)                      named models, ``name=spec;name=spec``
+                                                            (``model := 'name'``; docs/backends.md)
 ==============================  ==========================  ==========================================
 
 Options passed to :func:`duckdb_sem.connect` override the environment. A ``DUCKDB_SEM_*``
@@ -37,7 +39,15 @@ from pathlib import Path
 
 from duckdb_sem.errors import ConfigError
 
-__all__ = ["ENV_PREFIX", "ENV_VARS", "Settings", "check_env", "default_cache_path", "parse_cache"]
+__all__ = [
+    "ENV_PREFIX",
+    "ENV_VARS",
+    "Settings",
+    "check_env",
+    "default_cache_path",
+    "parse_cache",
+    "parse_models",
+]
 
 ENV_PREFIX = "DUCKDB_SEM_"
 
@@ -56,6 +66,7 @@ ENV_VARS = {
     "DUCKDB_SEM_MAX_PROMPT_TOKENS": "per query: most prompt tokens sent before it fails (default none)",
     "DUCKDB_SEM_PRICE_IN": "USD per million prompt tokens, for EXPLAIN SEMANTIC (default none)",
     "DUCKDB_SEM_PRICE_OUT": "USD per million completion tokens, for EXPLAIN SEMANTIC (default none)",
+    "DUCKDB_SEM_MODELS": "named models for model := 'name', as name=spec;name=spec (default none)",
     "DUCKDB_SEM_OPENAI_API_KEY": "API key of openai: backends (else OPENAI_API_KEY)",
     "DUCKDB_SEM_SIM_PROFILE": "duckdb-sem sim-server: the simulated GPU profile (default default)",
     "DUCKDB_SEM_SIM_LISTEN": "duckdb-sem sim-server: HOST:PORT to listen on",
@@ -114,6 +125,22 @@ def _price_env(name: str) -> float | None:
     return value
 
 
+def parse_models(raw: str) -> tuple[tuple[str, str], ...]:
+    """``name=spec;name=spec`` (``DUCKDB_SEM_MODELS``) as (name, spec) pairs."""
+    out: list[tuple[str, str]] = []
+    for part in raw.split(";"):
+        if not part.strip():
+            continue
+        name, sep, spec = part.partition("=")
+        if not sep or not name.strip() or not spec.strip():
+            raise ConfigError(
+                f"DUCKDB_SEM_MODELS: {part.strip()!r} is not name=spec; write e.g. "
+                "fast=llama:;big=openai:http://127.0.0.1:8000/v1?model=m"
+            )
+        out.append((name.strip(), spec.strip()))
+    return tuple(out)
+
+
 def default_cache_path() -> Path:
     base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
     return Path(base) / "duckdb-sem" / "llm_cache.sqlite"
@@ -143,6 +170,7 @@ class Settings:
     # USD per million tokens, for EXPLAIN SEMANTIC's money line; None: no price configured
     price_per_mtok_in: float | None = None
     price_per_mtok_out: float | None = None
+    models: tuple[tuple[str, str], ...] = ()  # named models: (name, backend spec)
 
     @staticmethod
     def from_env() -> Settings:
@@ -178,6 +206,7 @@ class Settings:
             max_prompt_tokens=_limit_env("DUCKDB_SEM_MAX_PROMPT_TOKENS"),
             price_per_mtok_in=_price_env("DUCKDB_SEM_PRICE_IN"),
             price_per_mtok_out=_price_env("DUCKDB_SEM_PRICE_OUT"),
+            models=parse_models(env.get("DUCKDB_SEM_MODELS", "")),
         )
         settings.validate()
         return settings

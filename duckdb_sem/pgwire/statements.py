@@ -43,10 +43,6 @@ _EXPLAIN_ANALYZE = re.compile(
     r"^EXPLAIN\s+(?:ANALYZE\b|\([^)]*\bANALYZE\b[^)]*\))\s*(?P<body>.+)$", re.I | re.S
 )
 _EXECUTE = re.compile(rf"^EXECUTE\s+(?P<name>{_NAME})", re.I)
-#: duckdb-sem's own EXPLAIN, which DuckDB's parser does not know (SemConnection answers it)
-_EXPLAIN_SEMANTIC = re.compile(
-    r"^\s*EXPLAIN\s+(?P<analyze>ANALYZE\s+)?SEMANTIC\s+(?:VERBOSE\s+)?(?P<body>.+)$", re.I | re.S
-)
 
 _parser = duckdb.connect(":memory:")
 _parser_lock = threading.Lock()
@@ -60,8 +56,6 @@ class Parsed:
     returning: bool = False
     #: what an ``EXPLAIN ANALYZE`` runs (it writes what its statement writes)
     explained: Parsed | None = None
-    #: ``EXPLAIN [ANALYZE] SEMANTIC``: rows of one ``plan`` column, answered by duckdb-sem
-    semantic: bool = False
 
     @property
     def returns_rows(self) -> bool:
@@ -113,11 +107,6 @@ def _has_returning(sql: str) -> bool:
 
 def parse(sql: str) -> list[Parsed]:
     """The statements in ``sql`` (DuckDB's ``ParserException`` for a syntax error: 42601)."""
-    stripped = strip_comments(sql)
-    if match := _EXPLAIN_SEMANTIC.match(stripped):
-        inner = parse(match["body"]) if match["analyze"] else []
-        explained = inner[0] if len(inner) == 1 else None  # ANALYZE runs (and writes) it
-        return [Parsed(sql, T.EXPLAIN, stripped.strip(), explained=explained, semantic=True)]
     with _parser_lock:
         statements = _parser.extract_statements(sql)
     out = []

@@ -43,12 +43,16 @@ __all__ = ["SEMANTIC", "build_plan", "is_semantic"]
 ColumnsOf = Callable[[str], Sequence[str]]
 
 
-def build_plan(sql: str, columns_of: ColumnsOf) -> n.Node:
-    """The plan of ``sql`` as written; ``columns_of(table_sql)`` lists a table's columns."""
-    try:
-        tree = sqlglot.parse_one(sql, dialect="duckdb")
-    except sqlglot.errors.ParseError as err:
-        raise BindError(f"cannot parse SQL: {err}") from None
+def build_plan(sql: str | exp.Expr, columns_of: ColumnsOf) -> n.Node:
+    """The plan of ``sql`` (text, or the statement's sqlglot AST, which is only read) as
+    written; ``columns_of(table_sql)`` lists a table's columns."""
+    if isinstance(sql, exp.Expr):
+        tree = sql
+    else:
+        try:
+            tree = sqlglot.parse_one(sql, dialect="duckdb")
+        except sqlglot.errors.ParseError as err:
+            raise BindError(f"cannot parse SQL: {err}") from None
     if not isinstance(tree, exp.Select) or tree.args.get("with_"):
         raise PlanError("only a single SELECT (without WITH) is planned")
     for key in ("windows", "qualify", "pivots", "laterals", "prewhere", "sample"):
@@ -224,7 +228,7 @@ class _Builder:
                 node = n.Join(node, right)
             else:
                 sem_preds.remove(semi)
-                call = n.SemCall(semi.template, semi.args, OperatorKind.JOIN)
+                call = n.SemCall(semi.template, semi.args, OperatorKind.JOIN, options=semi.options)
                 node = n.SemJoin(node, right, call)
         if join_preds:
             raise PlanError("a join predicate reads tables it cannot see")

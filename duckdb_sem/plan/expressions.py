@@ -14,6 +14,7 @@ from dataclasses import dataclass
 
 from duckdb_sem.errors import PlanError
 from duckdb_sem.identifiers import quote_identifier as quote
+from duckdb_sem.llm.call_options import DEFAULT_OPTIONS, CallOptions
 from duckdb_sem.llm.request import OperatorKind
 
 __all__ = ["Predicate", "ProjectItem", "SemCall", "quote"]
@@ -33,12 +34,14 @@ class Predicate:
 
 @dataclass(frozen=True)
 class SemCall:
-    """A semantic call in positional form: ``template`` uses ``{0}``, ``{1}`` over ``args``."""
+    """A semantic call in positional form: ``template`` uses ``{0}``, ``{1}`` over ``args``;
+    ``options``: its ``model :=`` / ``temperature :=`` / ``max_tokens :=``."""
 
     template: str
     args: tuple[str, ...]
     kind: OperatorKind = OperatorKind.FILTER
     output_type: str | None = None
+    options: CallOptions = DEFAULT_OPTIONS
 
     def __post_init__(self) -> None:
         if not self.template.strip():
@@ -56,7 +59,7 @@ class SemCall:
         parts = [repr(self.template), *self.args]
         if self.output_type:
             parts.append(repr(self.output_type))
-        return f"{name}({', '.join(parts)})"
+        return f"{name}({', '.join(parts)}{self.options.sql_args()})"
 
 
 @dataclass(frozen=True)

@@ -66,6 +66,13 @@ class Project(Unary):
 @dataclass(frozen=True)
 class Sort(Unary):
     keys: tuple[str, ...]
+    # per key, the attributes it reads; None for a key that reads a select-list alias or no
+    # column at all (so it is not known before the row-wise operators have run)
+    key_reads: tuple[frozenset[str] | None, ...] = ()
+
+    def __post_init__(self) -> None:
+        if self.key_reads and len(self.key_reads) != len(self.keys):
+            raise PlanError("a sort needs the reads of every key, or of none")
 
     def label(self) -> str:
         return f"Sort {', '.join(self.keys)}"

@@ -35,7 +35,8 @@ def build_sink(
                 col = f"__sem_agg_{len(aggs)}_{j}"
                 project.append(n.ProjectItem(f"list({n.quote(attr)})", col, frozenset({attr})))
                 lists.append(col)
-            aggs.append((n.SemCall(call.template, tuple(lists), call.kind, call.output_type), name))
+            agg = n.SemCall(call.template, tuple(lists), call.kind, call.output_type, call.options)
+            aggs.append((agg, name))
             continue
         if any(is_semantic(x) for x in expr.walk()):
             raise PlanError("sem_filter, sem_join and nested sem_agg are not planned in SELECT")
@@ -57,7 +58,8 @@ def build_sink(
                 for c in key.find_all(exp.Column)
             ):
                 raise PlanError("ORDER BY a sem_agg result is not planned")
-        node = n.Sort(node, tuple(_clause(order.expressions, "ORDER BY", scope)[0]))
+        keys = _clause(order.expressions, "ORDER BY", scope)[0]
+        node = n.Sort(node, tuple(keys), tuple(_key_reads(k, scope) for k in order.expressions))
     limit, offset = tree.args.get("limit"), tree.args.get("offset")
     if limit is not None or offset is not None:
         node = n.Limit(node, _int(limit), _int(offset) or 0)
@@ -77,6 +79,17 @@ def _clause(
         out.append(sql)
         reads |= r
     return out, reads
+
+
+def _key_reads(key: exp.Expr, scope: Scope) -> frozenset[str] | None:
+    """The attributes an ORDER BY key reads; None if it reads a select alias or no column."""
+    attrs = [
+        scope.resolve(".".join(p.name for p in c.parts), where="ORDER BY", aliases=True)
+        for c in key.find_all(exp.Column)
+    ]
+    if not attrs or any(a is None for a in attrs):
+        return None
+    return frozenset(a for a in attrs if a is not None)
 
 
 def _int(node: exp.Expression | None) -> int | None:

@@ -127,3 +127,25 @@ def test_replicas_divide_the_time() -> None:
     priced = spend_lines(Spend(10, 1000, 10), backend="b", throughput=rate,
                          price=Price(1.0, 0.0, "test"))  # fmt: skip
     assert priced[2].startswith("money≈$0.001 at $1 / $0 per million")
+
+
+def test_each_named_model_gets_its_own_time_line() -> None:
+    con = duckdb_sem.connect(
+        backend=RuleBackend(yes_if=["good"], latency_ms=20, max_batch=8),
+        models={"slow": RuleBackend(yes_if=["good"], latency_ms=80, max_batch=8)},
+        cache="off",
+    )
+    con.execute(
+        "CREATE TABLE reviews AS SELECT range AS id, 'review ' || range AS text FROM range(80)"
+    )
+    q = (
+        "SELECT id, sem_map('{text} in two words', model := 'slow') AS g FROM reviews "
+        "WHERE sem_filter('{text} good')"
+    )
+    lines = [x for x in con.explain_semantic(q).splitlines() if x.startswith("time")]
+    con.close()
+    assert len(lines) == 2, lines
+    default, slow = lines
+    # 80 filter calls at 20 ms per 8 on the default; 40 maps at 80 ms per 8 on 'slow'
+    assert default.startswith("time≈0.2 s on ") and "latency_ms=20" in default
+    assert slow.startswith("time≈0.4 s on model slow (") and "latency_ms=80" in slow
