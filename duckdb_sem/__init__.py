@@ -144,6 +144,8 @@ def connect(
     optimize: bool = True,
     max_llm_calls: int | None = None,
     max_prompt_tokens: int | None = None,
+    price_per_mtok_in: float | None = None,
+    price_per_mtok_out: float | None = None,
     models: Mapping[str, str | Backend] | None = None,
 ) -> SemConnection:
     """Open a DuckDB database with semantic SQL; see :func:`install` for the options.
@@ -152,12 +154,17 @@ def connect(
     plan; others, and all with ``optimize=False``, run through the UDFs as written.
     ``max_llm_calls`` / ``max_prompt_tokens`` bound each query's backend work (it fails before
     passing them; see ``duckdb_sem.runtime.budget``), over ``DUCKDB_SEM_MAX_LLM_CALLS`` and ``DUCKDB_SEM_MAX_PROMPT_TOKENS``.
+    ``price_per_mtok_in`` / ``price_per_mtok_out`` (USD per million prompt / completion tokens,
+    over ``DUCKDB_SEM_PRICE_IN`` / ``DUCKDB_SEM_PRICE_OUT``) add money to ``EXPLAIN SEMANTIC``.
     ``models={"fast": "llama:", "big": "openai:http://host/v1?model=m"}`` names models for
     ``sem_filter('{text} ...', model := 'fast')``; ``CREATE MODEL`` adds more.
     """
     con = duckdb.connect(database, read_only=read_only, config=config or {})
     settings = _settings(backend, cache, scheduler, batch_size).with_overrides(
-        max_llm_calls=max_llm_calls, max_prompt_tokens=max_prompt_tokens
+        max_llm_calls=max_llm_calls,
+        max_prompt_tokens=max_prompt_tokens,
+        price_per_mtok_in=price_per_mtok_in,
+        price_per_mtok_out=price_per_mtok_out,
     )
     session = install(con, backend=backend, cache=cache, scheduler=scheduler, batch_size=batch_size,
                       max_llm_calls=max_llm_calls, max_prompt_tokens=max_prompt_tokens,

@@ -17,6 +17,8 @@ variable                        default                     meaning
 ``DUCKDB_SEM_AGING_RATE``       ``100``                     srtf/joint aging: cost units per second waited
 ``DUCKDB_SEM_MAX_LLM_CALLS``    (no limit)                  per query: most backend calls before it fails
 ``DUCKDB_SEM_MAX_PROMPT_TOKENS``  (no limit)                per query: most prompt tokens before it fails
+``DUCKDB_SEM_PRICE_IN``         (none)                      USD per million prompt tokens (EXPLAIN money)
+``DUCKDB_SEM_PRICE_OUT``        (none)                      USD per million completion tokens
 ``DUCKDB_SEM_MODELS``           (none)                      named models, ``name=spec;name=spec``
                                                             (``model := 'name'``; docs/backends.md)
 ==============================  ==========================  ==========================================
@@ -62,6 +64,8 @@ ENV_VARS = {
     "DUCKDB_SEM_AGING_RATE": "srtf/joint aging rate, cost units per second waited (default 100)",
     "DUCKDB_SEM_MAX_LLM_CALLS": "per query: most backend LLM calls before it fails (default none)",
     "DUCKDB_SEM_MAX_PROMPT_TOKENS": "per query: most prompt tokens sent before it fails (default none)",
+    "DUCKDB_SEM_PRICE_IN": "USD per million prompt tokens, for EXPLAIN SEMANTIC (default none)",
+    "DUCKDB_SEM_PRICE_OUT": "USD per million completion tokens, for EXPLAIN SEMANTIC (default none)",
     "DUCKDB_SEM_MODELS": "named models for model := 'name', as name=spec;name=spec (default none)",
     "DUCKDB_SEM_OPENAI_API_KEY": "API key of openai: backends (else OPENAI_API_KEY)",
     "DUCKDB_SEM_SIM_PROFILE": "duckdb-sem sim-server: the simulated GPU profile (default default)",
@@ -107,6 +111,20 @@ def _limit_env(name: str) -> int | None:
     return value
 
 
+def _price_env(name: str) -> float | None:
+    raw = os.environ.get(name, "").strip()
+    if not raw:
+        return None
+    try:
+        value = float(raw)
+    except ValueError:
+        raise ConfigError(
+            f"{name}={raw!r} is not a number; set it to the backend's price in USD per million "
+            "tokens, e.g. 0.15"
+        ) from None
+    return value
+
+
 def parse_models(raw: str) -> tuple[tuple[str, str], ...]:
     """``name=spec;name=spec`` (``DUCKDB_SEM_MODELS``) as (name, spec) pairs."""
     out: list[tuple[str, str]] = []
@@ -149,6 +167,9 @@ class Settings:
     aging_rate: float | None = None  # None: the policy's default
     max_llm_calls: int | None = None  # per query (runtime.budget); None: no limit
     max_prompt_tokens: int | None = None
+    # USD per million tokens, for EXPLAIN SEMANTIC's money line; None: no price configured
+    price_per_mtok_in: float | None = None
+    price_per_mtok_out: float | None = None
     models: tuple[tuple[str, str], ...] = ()  # named models: (name, backend spec)
 
     @staticmethod
@@ -183,6 +204,8 @@ class Settings:
             aging_rate=aging,
             max_llm_calls=_limit_env("DUCKDB_SEM_MAX_LLM_CALLS"),
             max_prompt_tokens=_limit_env("DUCKDB_SEM_MAX_PROMPT_TOKENS"),
+            price_per_mtok_in=_price_env("DUCKDB_SEM_PRICE_IN"),
+            price_per_mtok_out=_price_env("DUCKDB_SEM_PRICE_OUT"),
             models=parse_models(env.get("DUCKDB_SEM_MODELS", "")),
         )
         settings.validate()
@@ -203,3 +226,9 @@ class Settings:
             )
         if self.aging_rate is not None and self.aging_rate < 0:
             raise ConfigError(f"aging rate must be >= 0, got {self.aging_rate}")
+        for name in ("price_per_mtok_in", "price_per_mtok_out"):
+            price = getattr(self, name)
+            if price is not None and (price < 0 or price != price):
+                raise ConfigError(
+                    f"{name} must be a price >= 0 in USD per million tokens, got {price}"
+                )

@@ -33,6 +33,7 @@ from duckdb_sem.runtime.operators import SemEngine
 from duckdb_sem.runtime.progress import QueryProgress, RuntimeOptions
 from duckdb_sem.scheduler.models import Models
 from duckdb_sem.sources import SourceRegistry, Statement
+from duckdb_sem.surface.aliases import normalize_aliases
 from duckdb_sem.surface.bind import bind_sql, has_semantic_call
 from duckdb_sem.surface.model_statements import ModelStatement, parse_model_statement
 from duckdb_sem.surface.params import inline_into, number_placeholders
@@ -94,6 +95,7 @@ class SemConnection:
     # -- DuckDB-compatible surface --------------------------------------------------------
     def sql(self, query: str, *, params: Sequence[Any] | None = None) -> SemRelation:
         """Like ``DuckDBPyConnection.sql``: a lazy relation; LLM work happens when fetched."""
+        query = normalize_aliases(query)
         explained = self._maybe_explain(query)
         if explained is not None:
             return SemRelation(self._con.sql("SELECT unnest($1) AS plan", params=[explained]), self)
@@ -112,6 +114,7 @@ class SemConnection:
         return SemRelation(rel, self, keep=statement)
 
     def execute(self, query: str, parameters: Sequence[Any] | None = None) -> SemConnection:
+        query = normalize_aliases(query)
         explained = self._maybe_explain(query)
         if explained is not None:
             self._con.execute("SELECT unnest($1) AS plan", [explained])
@@ -258,7 +261,7 @@ class SemConnection:
 
     def explain_semantic(self, query: str, *, analyze: bool = False, verbose: bool = False) -> str:
         """``EXPLAIN [ANALYZE] SEMANTIC query`` as text (see :mod:`duckdb_sem.explain`)."""
-        return explain_semantic(self, query, analyze=analyze, verbose=verbose)
+        return explain_semantic(self, normalize_aliases(query), analyze=analyze, verbose=verbose)
 
     def interrupt(self) -> None:
         """Cancel the running query: its queued LLM work is dropped, DuckDB is interrupted."""

@@ -17,6 +17,7 @@ A call on a named model shows it in its operator's label (``model := 'fast'``), 
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
 from duckdb_sem.backends.base import plain_chat
@@ -26,8 +27,9 @@ from duckdb_sem.llm.render import render_column
 from duckdb_sem.llm.request import LLMRequest
 from duckdb_sem.llm.template import parse_template
 from duckdb_sem.optimizer.actuals import Actual
-from duckdb_sem.optimizer.cost import CostModel
+from duckdb_sem.optimizer.cost import CostModel, Estimate, Path
 from duckdb_sem.optimizer.explain import explain_choice
+from duckdb_sem.optimizer.spend import Price, spend_lines, total
 from duckdb_sem.plan.nodes import Node, Scan, SemCall, quote
 from duckdb_sem.runtime.entry import (
     Prepared,
@@ -41,7 +43,7 @@ from duckdb_sem.runtime.progress import RuntimeOptions
 if TYPE_CHECKING:
     from duckdb_sem.connection import SemConnection
 
-__all__ = ["explain_semantic", "models_line", "statistics_line"]
+__all__ = ["estimate_lines", "explain_semantic", "models_line", "statistics_line"]
 
 
 def statistics_line(prepared: Prepared, options: RuntimeOptions) -> str:
@@ -81,19 +83,62 @@ def explain_semantic(
         return _unplanned(con, con._route(con._sources.open(sql), None, plan=False).sql, str(err))
     model = CostModel(table_rows=prepared.table_rows, stats=prepared.stats)
     head = statistics_line(prepared, options)
+    spend = estimate_lines(
+        con, prepared.choice.best.plan, model.estimate(prepared.choice.best.plan)
+    )
     named = models_line(con, prepared.choice.best.plan)
     if named:
         head += "\n" + named
     prompts = prompt_lines(con, prepared.choice.best.plan) if verbose else []
     if not analyze:
         text = explain_choice(prepared.choice, model, runner_ups=runner_ups)
-        return "\n".join([text, head, *prompts])
+        return "\n".join([text, *spend, head, *prompts])
     actuals: dict[tuple[int, ...], Actual] = {}
     run = start(raw, prepared, engine, query, options, actuals=actuals)
     for _ in run.batches():
         pass
     text = explain_choice(prepared.choice, model, runner_ups=runner_ups, actuals=actuals)
-    return "\n".join([text, head, *run.report().lines(), *prompts])
+    return "\n".join([text, *spend, head, *run.report().lines(), *prompts])
+
+
+def estimate_lines(con: SemConnection, plan: Node, estimates: dict[Path, Estimate]) -> list[str]:
+    """The plan's estimated calls and tokens, time on each model's backend (from its
+    throughput figure) and, when a price is configured, money."""
+    settings = con.settings
+    price = None
+    if settings.price_per_mtok_in is not None or settings.price_per_mtok_out is not None:
+        price = Price(
+            settings.price_per_mtok_in or 0.0,
+            settings.price_per_mtok_out or 0.0,
+            source="price_per_mtok_in/_out of connect(), or DUCKDB_SEM_PRICE_IN/_OUT",
+        )
+    by_model: dict[str | None, list[Estimate]] = {}
+    for path, node in _walk(plan, ()):
+        call: SemCall | None = getattr(node, "call", None)
+        name = call.options.model_name if call is not None else None
+        by_model.setdefault(None if name == "default" else name, []).append(estimates[path])
+    lines = spend_lines(total(estimates.values()), backend="", throughput=None, price=price)
+    times = []
+    for name, items in sorted(by_model.items(), key=lambda kv: (kv[0] is not None, kv[0] or "")):
+        spend = total(items)
+        if name is not None and not spend.calls:
+            continue
+        backend = con.models.backend(name)
+        label = backend.spec if backend is not None else "the scheduler sidecar"
+        if name is not None:
+            label = f"model {name} ({label})"
+        replicas = len(getattr(con.models.client(name), "backends", None) or [None])
+        times.append(
+            spend_lines(spend, backend=label, replicas=replicas,
+                        throughput=backend.throughput() if backend is not None else None)[1]
+        )  # fmt: skip
+    return [lines[0], *times, *lines[2:]]
+
+
+def _walk(node: Node, path: Path) -> Iterator[tuple[Path, Node]]:
+    yield path, node
+    for i, child in enumerate(node.children):
+        yield from _walk(child, (*path, i))
 
 
 def models_line(con: SemConnection, plan: Node) -> str:

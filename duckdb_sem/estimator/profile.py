@@ -37,7 +37,7 @@ from duckdb_sem.llm.prompts import build_request
 from duckdb_sem.llm.render import render_column
 from duckdb_sem.llm.request import Completion, LLMRequest, OperatorKind
 from duckdb_sem.llm.template import parse_template
-from duckdb_sem.optimizer.cost import Statistics, operator_signature
+from duckdb_sem.optimizer.cost import CostModel, Statistics, operator_signature
 from duckdb_sem.plan.nodes import Node, Scan, SemCall, SemFilter, SemJoin, SemMap, quote
 
 __all__ = ["ProfileResult", "Profiler", "TokenCounter", "semantic_calls"]
@@ -163,6 +163,10 @@ class Profiler:
         answers = [c.value for c in completions]
         decide = call.kind in (OperatorKind.FILTER, OperatorKind.JOIN)
         selectivity, completion = (0.5 if decide else 1.0), 1.0
+        if not decide:
+            # nothing sampled yet: the cost model's documented length for the output type (a
+            # generated VARCHAR is not one token), so EXPLAIN's time is not a tenth of the run's
+            completion = CostModel().call_stats(call).completion_tokens_per_row
         if completions and decide:
             decided = [a for a in answers if a is not None]
             selectivity = sum(1 for a in decided if a) / len(decided) if decided else 0.5

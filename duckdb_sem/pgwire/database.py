@@ -37,6 +37,7 @@ from duckdb_sem.runtime.context import QueryContext
 from duckdb_sem.runtime.operators import SemEngine
 from duckdb_sem.scheduler.models import Models
 from duckdb_sem.scheduler.shared import scheduler_for
+from duckdb_sem.surface.aliases import ALIASES
 from duckdb_sem.surface.udfs import SemSession
 
 __all__ = ["Database", "DatabaseOptions", "RoutedSession"]
@@ -167,7 +168,7 @@ class Database:
             read_only=options.read_only,
             external_access=options.external_access,
             catalogs=frozenset({self.name, *(s.alias for s in self.sources)}),
-            reserved=frozenset(COMPAT_MACROS),
+            reserved=frozenset(COMPAT_MACROS) | frozenset(ALIASES),
         )
         self._lock_down()
 

@@ -41,6 +41,7 @@ from duckdb_sem.llm.outputs import TypeSpec, parse_type
 from duckdb_sem.llm.request import OperatorKind
 from duckdb_sem.runtime.context import QueryContext
 from duckdb_sem.runtime.operators import SemEngine
+from duckdb_sem.surface.aliases import ALIASES
 from duckdb_sem.surface.bind import typed_map_function
 
 __all__ = ["MAX_COLUMNS", "PLAIN_TYPED_MAPS", "SemSession"]
@@ -130,7 +131,10 @@ class SemSession:
         ):
             aggregate = kind is OperatorKind.AGG
             udf = self._udf(f"__semudf_{op}", kind, return_type, None, list_of_lists=aggregate)
-            self._macro(f"sem_{op}", udf, "list([{}])" if aggregate else "[{}]")
+            wrap = "list([{}])" if aggregate else "[{}]"
+            self._macro(f"sem_{op}", udf, wrap)
+            for alias in (a for a, name in ALIASES.items() if name == f"sem_{op}"):
+                self._macro(alias, udf, wrap)  # ai_filter, llm_complete, ...: the same function
         for short, sql_type in PLAIN_TYPED_MAPS.items():
             spec = parse_type(sql_type)
             self.ensure_typed_map(spec)
