@@ -41,6 +41,7 @@ from duckdb_sem.errors import (
     UnknownColumnError,
 )
 from duckdb_sem.runtime.context import QueryStats
+from duckdb_sem.runtime.embeddings import Embeddings
 from duckdb_sem.runtime.operators import SemEngine
 from duckdb_sem.scheduler.shared import scheduler_for
 from duckdb_sem.surface.udfs import SemSession
@@ -96,16 +97,22 @@ def install(
     cache: str | None = None,
     scheduler: str | None = None,
     batch_size: int | None = None,
+    embed_backend: str | None = None,
 ) -> SemSession:
     """Register ``sem_filter``, ``sem_map``, ``sem_join``, ``sem_agg`` (explicit form) in ``con``.
 
     ``backend`` is a spec string (default ``DUCKDB_SEM_BACKEND`` or ``llama:``) or a Backend;
-    ``cache`` a file path or ``'off'``; ``scheduler`` a sidecar URL. Returns the session, whose
+    ``cache`` a file path or ``'off'``; ``scheduler`` a sidecar URL; ``embed_backend`` the
+    embedding model's spec (default ``DUCKDB_SEM_EMBED_BACKEND`` or ``minilm:``, loaded on first
+    use: ``sem_embed``, ``sem_sim_join``, ``sem_search``, blocking). Returns the session, whose
     ``query.stats()`` holds the LLM usage since the last ``session.new_query()``.
     """
-    settings = _settings(backend, cache, scheduler, batch_size)
+    settings = _settings(backend, cache, scheduler, batch_size).with_overrides(
+        embed_backend=embed_backend
+    )
     client = scheduler_for(settings, backend if isinstance(backend, Backend) else None)
-    session = SemSession(con, SemEngine(client, batch_size=settings.batch_size))
+    engine = SemEngine(client, batch_size=settings.batch_size, embeddings=Embeddings(settings))
+    session = SemSession(con, engine)
     session.install()
     return session
 
@@ -122,6 +129,9 @@ def connect(
     optimize: bool = True,
     max_llm_calls: int | None = None,
     max_prompt_tokens: int | None = None,
+    embed_backend: str | None = None,
+    approximate: bool | None = None,
+    join_recall: float | None = None,
 ) -> SemConnection:
     """Open a DuckDB database with semantic SQL; see :func:`install` for the options.
 
@@ -129,12 +139,17 @@ def connect(
     plan; others, and all with ``optimize=False``, run through the UDFs as written.
     ``max_llm_calls`` / ``max_prompt_tokens`` bound each query's backend work (it fails before
     passing them; see ``duckdb_sem.runtime.budget``), over ``DUCKDB_SEM_MAX_LLM_CALLS`` and ``DUCKDB_SEM_MAX_PROMPT_TOKENS``.
+    ``approximate=True`` allows lossy plans (a ``sem_join`` blocked by embedding similarity,
+    learned per query to reach ``join_recall``, default 0.95; see
+    ``duckdb_sem.runtime.approximation``); ``SET duckdb_sem.approximate = on`` per session.
     """
-    con = duckdb.connect(database, read_only=read_only, config=config or {})
     settings = _settings(backend, cache, scheduler, batch_size).with_overrides(
-        max_llm_calls=max_llm_calls, max_prompt_tokens=max_prompt_tokens
-    )
-    session = install(con, backend=backend, cache=cache, scheduler=scheduler, batch_size=batch_size)
+        max_llm_calls=max_llm_calls, max_prompt_tokens=max_prompt_tokens,
+        embed_backend=embed_backend, approximate=approximate, join_recall=join_recall,
+    )  # fmt: skip
+    con = duckdb.connect(database, read_only=read_only, config=config or {})
+    session = install(con, backend=backend, cache=cache, scheduler=scheduler,
+                      batch_size=batch_size, embed_backend=embed_backend)  # fmt: skip
     return SemConnection(con, session, settings, optimize=optimize)
 
 

@@ -17,6 +17,9 @@ variable                        default                     meaning
 ``DUCKDB_SEM_AGING_RATE``       ``100``                     srtf/joint aging: cost units per second waited
 ``DUCKDB_SEM_MAX_LLM_CALLS``    (no limit)                  per query: most backend calls before it fails
 ``DUCKDB_SEM_MAX_PROMPT_TOKENS``  (no limit)                per query: most prompt tokens before it fails
+``DUCKDB_SEM_EMBED_BACKEND``    ``minilm:``                 embedding model spec (sem_sim_join, blocking)
+``DUCKDB_SEM_APPROXIMATE``      ``off``                     allow approximate (lossy) plans: blocking
+``DUCKDB_SEM_JOIN_RECALL``      ``0.95``                    recall target of a blocked sem_join
 ==============================  ==========================  ==========================================
 
 Options passed to :func:`duckdb_sem.connect` override the environment. A ``DUCKDB_SEM_*``
@@ -35,7 +38,15 @@ from pathlib import Path
 
 from duckdb_sem.errors import ConfigError
 
-__all__ = ["ENV_PREFIX", "ENV_VARS", "Settings", "check_env", "default_cache_path", "parse_cache"]
+__all__ = [
+    "ENV_PREFIX",
+    "ENV_VARS",
+    "Settings",
+    "check_env",
+    "default_cache_path",
+    "parse_bool",
+    "parse_cache",
+]
 
 ENV_PREFIX = "DUCKDB_SEM_"
 
@@ -52,6 +63,9 @@ ENV_VARS = {
     "DUCKDB_SEM_AGING_RATE": "srtf/joint aging rate, cost units per second waited (default 100)",
     "DUCKDB_SEM_MAX_LLM_CALLS": "per query: most backend LLM calls before it fails (default none)",
     "DUCKDB_SEM_MAX_PROMPT_TOKENS": "per query: most prompt tokens sent before it fails (default none)",
+    "DUCKDB_SEM_EMBED_BACKEND": "embedding model spec (default minilm:)",
+    "DUCKDB_SEM_APPROXIMATE": "allow approximate plans, e.g. sem_join blocking (default off)",
+    "DUCKDB_SEM_JOIN_RECALL": "recall target of a blocked sem_join (default 0.95)",
     "DUCKDB_SEM_OPENAI_API_KEY": "API key of openai: backends (else OPENAI_API_KEY)",
     "DUCKDB_SEM_SIM_PROFILE": "duckdb-sem sim-server: the simulated GPU profile (default default)",
     "DUCKDB_SEM_SIM_LISTEN": "duckdb-sem sim-server: HOST:PORT to listen on",
@@ -96,6 +110,28 @@ def _limit_env(name: str) -> int | None:
     return value
 
 
+def parse_bool(name: str, raw: str) -> bool:
+    """``on/true/1/yes`` or ``off/false/0/no`` (any case); anything else is an error."""
+    text = raw.strip().strip("'").lower()
+    if text in {"on", "true", "1", "yes"}:
+        return True
+    if text in {"off", "false", "0", "no", ""}:
+        return False
+    raise ConfigError(f"{name} takes on or off (true/false), got {raw!r}")
+
+
+def _bool_env(name: str) -> bool:
+    return parse_bool(name, os.environ.get(name, ""))
+
+
+def _float_env(name: str, default: float) -> float:
+    raw = os.environ.get(name, "").strip()
+    try:
+        return float(raw) if raw else default
+    except ValueError:
+        raise ConfigError(f"{name}={raw!r} is not a number; set it to e.g. {default}") from None
+
+
 def default_cache_path() -> Path:
     base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
     return Path(base) / "duckdb-sem" / "llm_cache.sqlite"
@@ -122,6 +158,9 @@ class Settings:
     aging_rate: float | None = None  # None: the policy's default
     max_llm_calls: int | None = None  # per query (runtime.budget); None: no limit
     max_prompt_tokens: int | None = None
+    embed_backend: str = "minilm:"  # the embedding model (runtime.embeddings)
+    approximate: bool = False  # lossy plans allowed (runtime.approximation)
+    join_recall: float = 0.95  # recall target of a blocked sem_join
 
     @staticmethod
     def from_env() -> Settings:
@@ -155,6 +194,9 @@ class Settings:
             aging_rate=aging,
             max_llm_calls=_limit_env("DUCKDB_SEM_MAX_LLM_CALLS"),
             max_prompt_tokens=_limit_env("DUCKDB_SEM_MAX_PROMPT_TOKENS"),
+            embed_backend=env.get("DUCKDB_SEM_EMBED_BACKEND") or "minilm:",
+            approximate=_bool_env("DUCKDB_SEM_APPROXIMATE"),
+            join_recall=_float_env("DUCKDB_SEM_JOIN_RECALL", 0.95),
         )
         settings.validate()
         return settings
@@ -171,6 +213,10 @@ class Settings:
             raise ConfigError(
                 f"SEU rows must be >= 1 and the estimator sample >= 0, got {self.seu_rows} "
                 f"and {self.estimator_sample}"
+            )
+        if not 0.0 < self.join_recall <= 1.0:
+            raise ConfigError(
+                f"the join recall target must be in (0, 1], got {self.join_recall}; e.g. 0.95"
             )
         if self.aging_rate is not None and self.aging_rate < 0:
             raise ConfigError(f"aging rate must be >= 0, got {self.aging_rate}")

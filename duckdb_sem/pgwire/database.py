@@ -34,6 +34,7 @@ from duckdb_sem.errors import ConfigError, SemError
 from duckdb_sem.pgwire.catalog import COMPAT_MACROS, install_compat
 from duckdb_sem.pgwire.policy import Policy
 from duckdb_sem.runtime.context import QueryContext
+from duckdb_sem.runtime.embeddings import Embeddings
 from duckdb_sem.runtime.operators import SemEngine
 from duckdb_sem.scheduler.shared import scheduler_for
 from duckdb_sem.surface.udfs import SemSession
@@ -150,7 +151,8 @@ class Database:
             settings = replace(settings, cache_path=parse_cache(options.cache))
         self.settings = settings
         self._base = _open(options)
-        self.engine = SemEngine(scheduler_for(settings), batch_size=settings.batch_size)
+        self.engine = SemEngine(scheduler_for(settings), batch_size=settings.batch_size,
+                                embeddings=Embeddings(settings))  # fmt: skip
         self.routed = RoutedSession(self._base, self.engine)
         self.routed.install(shared=True)
         (name,) = self._base.execute("SELECT current_database()").fetchone() or ("memory",)

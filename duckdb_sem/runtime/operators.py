@@ -27,6 +27,7 @@ from duckdb_sem.llm.request import Completion, LLMRequest, OperatorKind, Task
 from duckdb_sem.llm.template import Template, parse_template
 from duckdb_sem.optimizer.cost import CostModel
 from duckdb_sem.runtime.context import Progress, QueryContext
+from duckdb_sem.runtime.embeddings import Embeddings
 from duckdb_sem.scheduler.seu import SEU, SchedulerClient, Served, SEUResult
 
 __all__ = ["AGG_CHUNK_CHARS", "SemEngine"]
@@ -39,9 +40,13 @@ AGG_CHUNK_CHARS = 4000
 
 
 class SemEngine:
-    def __init__(self, client: SchedulerClient, *, batch_size: int = 64) -> None:
+    def __init__(
+        self, client: SchedulerClient, *, batch_size: int = 64, embeddings: Embeddings | None = None
+    ) -> None:
         self.client = client
         self.batch_size = batch_size
+        #: the session's embedding model (sem_sim_join, sem_search, blocked joins), built lazily
+        self.embeddings = embeddings
 
     def run_operator(
         self,
