@@ -13,6 +13,9 @@ function                                               rows
 ``sem_extract('input', '{col} ...', 'STRUCT(...)')``   the input's columns, one per struct field
 =====================================================  ==========================================
 
+``sem_sim_join`` and ``sem_search`` (embedding similarity, no LLM) are parsed by
+:mod:`.similarity_calls`.
+
 An input is a table or view name (``'reviews'``) or a query (``'SELECT * FROM r WHERE ...'``).
 The scalar ``sem_join(template)`` of JOIN ON / WHERE is untouched: only a call in FROM is a
 table function.
@@ -34,6 +37,11 @@ from sqlglot import exp
 from duckdb_sem.errors import AmbiguousColumnError, BindError, OutputTypeError, UnknownColumnError
 from duckdb_sem.llm.outputs import TypeSpec, parse_type
 from duckdb_sem.llm.template import Template, parse_template
+from duckdb_sem.surface.similarity_calls import (
+    SIMILARITY_FUNCTIONS,
+    SimilarityCall,
+    parse_similarity_call,
+)
 
 __all__ = [
     "TABLE_FUNCTIONS",
@@ -45,8 +53,8 @@ __all__ = [
     "rewrite_table_functions",
 ]
 
-TABLE_FUNCTIONS = ("sem_join", "sem_topk", "sem_extract")
-_QUICK = re.compile(r"\bsem_(join|topk|extract)\s*\(", re.IGNORECASE)
+TABLE_FUNCTIONS = ("sem_join", "sem_topk", "sem_extract", *SIMILARITY_FUNCTIONS)
+_QUICK = re.compile(r"\bsem_(join|topk|extract|sim_join|search)\s*\(", re.IGNORECASE)
 _QUERY = re.compile(r"^\s*(\(|select\b|with\b|from\b|values\b|table\b)", re.IGNORECASE)
 _SIDE_NAMES = ({"l", "left"}, {"r", "right"})
 
@@ -75,7 +83,9 @@ def has_table_function(sql: str) -> bool:
     return _QUICK.search(sql) is not None
 
 
-def rewrite_table_functions(sql: str, open_call: Callable[[TableCall, str], str]) -> str:
+def rewrite_table_functions(
+    sql: str, open_call: Callable[[TableCall | SimilarityCall, str], str]
+) -> str:
     """Replace every table function in ``sql`` by the name ``open_call(call, alias)`` returns.
 
     SQL without one is returned untouched. Errors (bad arguments) are raised for every call
@@ -96,7 +106,11 @@ def rewrite_table_functions(sql: str, open_call: Callable[[TableCall, str], str]
     ]
     if not found:
         return sql
-    parsed = [(table, parse_table_call(call)) for table, call in found]
+    parsed: list[tuple[exp.Table, TableCall | SimilarityCall]] = [
+        (table, parse_similarity_call(call, _input, _string)
+         if call.name.lower() in SIMILARITY_FUNCTIONS else parse_table_call(call))
+        for table, call in found
+    ]  # fmt: skip
     for table, call in parsed:
         alias = table.alias or call.name
         name = open_call(call, alias)
