@@ -28,7 +28,6 @@ from duckdb_sem.optimizer.explain import explain_choice
 from duckdb_sem.plan.nodes import Node, Scan, SemCall, quote
 from duckdb_sem.runtime.entry import (
     Prepared,
-    options_from_settings,
     prepare,
     start,
     target_backend,
@@ -65,7 +64,7 @@ def explain_semantic(
 ) -> str:
     """The text of ``EXPLAIN [ANALYZE] SEMANTIC [VERBOSE] sql``; with ``analyze`` the query
     runs; with ``verbose`` the prompts of each operator's first row follow the plan."""
-    options = con.runtime or options_from_settings(con.settings)
+    options = con.runtime_options()
     raw = con.duckdb
     engine = con.session.engine
     query = con.session.new_query()  # the estimator's samples, if any, are this query's
