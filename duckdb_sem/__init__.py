@@ -97,7 +97,7 @@ def install(
     cache: str | None = None,
     scheduler: str | None = None,
     batch_size: int | None = None,
-    embed_backend: str | None = None,
+    embed_backend: str | Backend | None = None,
 ) -> SemSession:
     """Register ``sem_filter``, ``sem_map``, ``sem_join``, ``sem_agg`` (explicit form) in ``con``.
 
@@ -108,10 +108,12 @@ def install(
     ``query.stats()`` holds the LLM usage since the last ``session.new_query()``.
     """
     settings = _settings(backend, cache, scheduler, batch_size).with_overrides(
-        embed_backend=embed_backend
+        embed_backend=embed_backend if isinstance(embed_backend, str) else None
     )
     client = scheduler_for(settings, backend if isinstance(backend, Backend) else None)
-    engine = SemEngine(client, batch_size=settings.batch_size, embeddings=Embeddings(settings))
+    embedder = embed_backend if isinstance(embed_backend, Backend) else None
+    embeddings = Embeddings(settings, backend=embedder)
+    engine = SemEngine(client, batch_size=settings.batch_size, embeddings=embeddings)
     session = SemSession(con, engine)
     session.install()
     return session
@@ -129,7 +131,7 @@ def connect(
     optimize: bool = True,
     max_llm_calls: int | None = None,
     max_prompt_tokens: int | None = None,
-    embed_backend: str | None = None,
+    embed_backend: str | Backend | None = None,
     approximate: bool | None = None,
     join_recall: float | None = None,
 ) -> SemConnection:
@@ -145,7 +147,8 @@ def connect(
     """
     settings = _settings(backend, cache, scheduler, batch_size).with_overrides(
         max_llm_calls=max_llm_calls, max_prompt_tokens=max_prompt_tokens,
-        embed_backend=embed_backend, approximate=approximate, join_recall=join_recall,
+        embed_backend=embed_backend if isinstance(embed_backend, str) else None,
+        approximate=approximate, join_recall=join_recall,
     )  # fmt: skip
     con = duckdb.connect(database, read_only=read_only, config=config or {})
     session = install(con, backend=backend, cache=cache, scheduler=scheduler,

@@ -178,13 +178,17 @@ class SemConnection:
         share = getattr(client, "share", None)  # a handle of its own, released by its close()
         engine = SemEngine(share() if share is not None else client,
                            batch_size=self.session.engine.batch_size,
-                           embeddings=Embeddings(self.settings))  # fmt: skip
+                           embeddings=self._embeddings())  # fmt: skip
         session = SemSession(raw, engine)
         session.install()
         child = SemConnection(raw, session, self.settings, optimize=self.optimize)
         child.runtime = self.runtime
         child.approximation = self.approximation
         return child
+
+    def _embeddings(self) -> Embeddings:
+        own = self.session.engine.embeddings
+        return own.another() if own is not None else Embeddings(self.settings)
 
     def __getattr__(self, name: str) -> Any:
         """DuckDB's own methods; those that return a relation (``read_csv``, ``read_parquet``,

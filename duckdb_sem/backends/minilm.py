@@ -59,7 +59,8 @@ class MiniLMAnswers(Answers):
 def bundled_model_dir(cache_root: Path | None = None) -> Path:
     """The folder of the packaged model, extracted on first use (no network)."""
     try:
-        import all_minilm_l6_v2
+        with contextlib.redirect_stdout(io.StringIO()):  # it prints a line when imported
+            import all_minilm_l6_v2
     except ModuleNotFoundError:
         raise ConfigError(
             f"the embedded embedding model needs the {PACKAGE} package: pip install "

@@ -24,6 +24,7 @@ from typing import Any
 
 import numpy as np
 
+from duckdb_sem.backends.base import Backend
 from duckdb_sem.backends.embedder import embed_request
 from duckdb_sem.config import Settings
 from duckdb_sem.errors import ConfigError, QueryCancelledError
@@ -38,41 +39,34 @@ class Embeddings:
     """One session's way to the embedding model (thread-safe; the model is built lazily)."""
 
     def __init__(
-        self,
-        settings: Settings | None = None,
-        *,
-        client: SchedulerClient | None = None,
-        batch_size: int = 256,
+        self, settings: Settings, *, backend: Backend | None = None, batch_size: int = 256
     ) -> None:
-        if settings is None and client is None:
-            raise ConfigError("Embeddings needs settings (an embed backend spec) or a client")
         self._settings = settings
-        self._client = client
-        self._owned = client is None  # a handle this object opened, and closes
+        self._backend = backend  # a caller's Embedder object; None: built from the spec
+        self._client: SchedulerClient | None = None
         self.batch_size = max(1, batch_size)
         self._lock = threading.Lock()
 
+    def another(self) -> Embeddings:
+        """The same model for another session (a cursor): a handle of its own, closed apart."""
+        return Embeddings(self._settings, backend=self._backend, batch_size=self.batch_size)
+
     @property
     def spec(self) -> str:
-        if self._settings is not None:
-            return self._settings.embed_backend
-        return str(getattr(self._client, "backend_id", "?"))
+        return self._backend.spec if self._backend is not None else self._settings.embed_backend
 
     @property
     def client(self) -> SchedulerClient:
         with self._lock:
             if self._client is None:
-                assert self._settings is not None
-                own = dataclasses.replace(
-                    self._settings, backend=self._settings.embed_backend, scheduler_url=None
-                )
-                self._client = scheduler_for(own)
+                own = dataclasses.replace(self._settings, backend=self.spec, scheduler_url=None)
+                self._client = scheduler_for(own, self._backend)
                 backend = _backend(self._client)
                 if backend is not None and not hasattr(backend, "dimensions"):
                     self._client.close()
                     self._client = None
                     raise ConfigError(
-                        f"DUCKDB_SEM_EMBED_BACKEND={own.backend!r} is not an embedding model; "
+                        f"embedding backend {own.backend!r} is not an embedding model; "
                         "use minilm:, openai-embed:http://HOST/v1?model=NAME or sim-embed:"
                     )
             return self._client
@@ -131,7 +125,7 @@ class Embeddings:
         """Release this object's share of the embedding scheduler (if it opened one)."""
         with self._lock:
             client, self._client = self._client, None
-        if client is not None and self._owned:
+        if client is not None:
             client.close()
 
 
