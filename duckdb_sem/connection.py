@@ -317,6 +317,16 @@ class SemConnection:
         options = self.runtime or options_from_settings(self.settings)
         return dataclasses.replace(options, approximation=self.approximation)
 
+    def option_value(self, name: str) -> str:
+        """``SHOW duckdb_sem.<name>``: a budget (``DEFAULT`` when unlimited) or an
+        approximation setting (``on``/``off``, the recall target)."""
+        name = name.lower()
+        _check_setting(name)
+        if name in APPROXIMATION_SETTINGS:
+            return self.approximation.value(name)
+        value = getattr(self.budget, name)
+        return "DEFAULT" if value is None else str(value)
+
     def set_option(self, name: str, value: str | None) -> None:
         """``SET duckdb_sem.<name> = value`` (``value`` None or ``DEFAULT``: back to the
         connection's own setting): the budget settings of :mod:`duckdb_sem.runtime.budget`
@@ -345,11 +355,7 @@ class SemConnection:
             self.set_option(name, None)
         else:
             _check_setting(name)
-        if name in APPROXIMATION_SETTINGS:
-            shown = self.approximation.value(name)
-        else:
-            value = getattr(self.budget, name)
-            shown = "DEFAULT" if value is None else str(value)
+        shown = self.option_value(name)
         return (
             f"SELECT '{shown}' AS \"duckdb_sem.{name}\""
             if verb == "SHOW"
