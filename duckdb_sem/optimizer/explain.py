@@ -57,7 +57,8 @@ def render_tree(
 
     walk(plan, (), "", "")
     width = min(max(len(text) for text, _ in rows) + 2, 100)
-    return [f"{text.ljust(width)}{stats}" for text, stats in rows]
+    # a label past the width (a long template) still keeps two spaces before its figures
+    return [f"{text.ljust(width - 2)}  {stats}" for text, stats in rows]
 
 
 def format_plan(plan: Node) -> str:
