@@ -6,8 +6,9 @@ Approximation is opt-in, per connection (``connect(approximate=True, join_recall
 through). Off, every plan is lossless: exactly the rows of the nested loop. On, a ``sem_join``
 of more than :attr:`Approximation.min_pairs` pairs may be *blocked*: only the pairs whose
 embeddings are at least as similar as a threshold learned for this query from
-``join_sample`` LLM-labelled pairs go to the LLM, the threshold chosen so that the estimated
-recall of the sample is at least ``join_recall`` (see ``runtime.blocking``; EXPLAIN SEMANTIC
+``join_sample`` LLM-labelled pairs (doubled until they hold ``min_matches`` matches, up to
+``max_sample``) go to the LLM, the threshold chosen so that the estimated recall of the sample
+is at least ``join_recall`` (see ``runtime.blocking``; EXPLAIN SEMANTIC
 shows the threshold, the candidate pairs and the sample recall, and says the plan is
 approximate).
 """
@@ -32,6 +33,8 @@ class Approximation:
     allowed: bool = False
     join_recall: float = 0.95  # recall target of a blocked sem_join, in (0, 1]
     join_sample: int = 100  # pairs the LLM labels to learn the threshold (DocETL: ~100)
+    min_matches: int = 10  # the sample doubles until it holds this many matches ...
+    max_sample: int = 1600  # ... or this many pairs (and never past a quarter of the pairs)
 
     def __post_init__(self) -> None:
         if not 0.0 < self.join_recall <= 1.0:

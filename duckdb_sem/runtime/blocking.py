@@ -103,19 +103,21 @@ def learn_blocking(
         log.info("%s: %d pairs, under %d: nested loop", node.label(), pairs,
                  approximation.min_pairs)  # fmt: skip
         return None
-    sample = sample_pairs(sims, approximation.join_sample)
-    at = np.array(sample.indices, dtype=np.int64)
-    li, ri = np.divmod(at, right.num_rows)
-    args = [
-        (left.column(a).take(pa.array(li)) if a in node.left.attrs
-         else right.column(a).take(pa.array(ri)))
-        for a in node.call.args
-    ]  # fmt: skip
-    mask = engine.run_operator(node.call.kind, node.call.template, args,
-                               output_type=node.call.output_type, query=query,
-                               label="sem_join blocking sample")  # fmt: skip
-    learned = learn_threshold(sims.ravel()[at].tolist(), mask.to_pylist(), sample.weights,
-                              approximation.join_recall)  # fmt: skip
+    # Matches are rare, and a recall estimated from a handful of them is mostly luck (the one
+    # stratum where they were found looks like all of them): the sample doubles until it holds
+    # ``min_matches`` matches or reaches ``max_sample`` pairs. Pairs labelled in a smaller
+    # sample come from the query's memo (and the cache), not from the LLM again.
+    size = approximation.join_sample
+    cap = min(approximation.max_sample, pairs // 4)
+    while True:
+        sample = sample_pairs(sims, size)
+        at = np.array(sample.indices, dtype=np.int64)
+        labels = _label(node, left, right, at, engine, query)
+        learned = learn_threshold(sims.ravel()[at].tolist(), labels, sample.weights,
+                                  approximation.join_recall)  # fmt: skip
+        if learned.positives >= approximation.min_matches or size >= cap:
+            break
+        size = min(2 * size, cap)
     if learned.threshold is None:
         log.info("%s: no match among %d sampled pairs: nested loop", node.label(), len(at))
         return None
@@ -127,6 +129,22 @@ def learn_blocking(
         sample_positives=learned.positives, candidates=candidates, pairs=pairs,
         embedder=embeddings.client.backend_id,
     )  # fmt: skip
+
+
+def _label(node: SemJoin, left: pa.Table, right: pa.Table, at: np.ndarray, engine: Any,
+           query: Any) -> list[bool | None]:  # fmt: skip
+    """The LLM's answers for the pairs at flat indices ``at`` (a JOIN call, as the loop asks)."""
+    li, ri = np.divmod(at, right.num_rows)
+    args = [
+        (left.column(a).take(pa.array(li)) if a in node.left.attrs
+         else right.column(a).take(pa.array(ri)))
+        for a in node.call.args
+    ]  # fmt: skip
+    mask = engine.run_operator(node.call.kind, node.call.template, args,
+                               output_type=node.call.output_type, query=query,
+                               label="sem_join blocking sample")  # fmt: skip
+    labels: list[bool | None] = mask.to_pylist()
+    return labels
 
 
 def block_sem_joins(
