@@ -119,3 +119,21 @@ def test_relation_api_join_is_blocked_too_and_udf_path_never(
     plain = _open(SameTopicJudge(), tmp_path / "udf", approximate=True, optimize=False)
     assert set(plain.sql(QUERY).fetchall()) == lossless  # DuckDB's nested loop, as written
     plain.close()
+
+
+def test_the_sample_grows_until_it_holds_enough_matches(
+    judge: SameTopicJudge, tmp_path: Path
+) -> None:
+    con = _open(judge, tmp_path, approximate=True)
+    # only every 15th left row can match (twice): 20 of 9,000 pairs, too rare for 100 labels
+    con.execute(
+        "CREATE TABLE rare AS SELECT id, CASE WHEN id % 15 = 0 THEN txt "
+        "ELSE replace(txt, 'topic', 'subject') END AS txt FROM l WHERE id < 200"
+    )
+    con.execute(f"CREATE TABLE r2 AS SELECT * FROM r UNION ALL SELECT rid + {TOPICS}, body FROM r")
+    plan = con.explain_semantic(QUERY.replace("FROM l JOIN r", "FROM rare AS l JOIN r2 AS r"))
+    learned = int(plan.split("threshold learned from ")[1].split(" ")[0])
+    assert learned > 100, plan  # doubled at least once
+    matches = int(plan.split("LLM-labelled pairs (")[1].split(" ")[0])
+    assert matches >= 10 or learned >= 1500, plan
+    con.close()
