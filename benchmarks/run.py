@@ -13,6 +13,7 @@ extra arguments go to the experiment's script. ``quick`` runs every experiment a
     overheads   (f) optimizer, engine per row, sidecar (estimator: see d) bench_optimizer.py,
                     bench_engine.py, bench_scheduler.py --overhead
     lotus       LOTUS side by side on the same backend                    bench_lotus.py
+    sim_join    sem_join at scale: nested loop, blocking, blocking only   bench_sim_join.py
     quick       all of the above at small scale
 """
 
@@ -41,6 +42,21 @@ EXPERIMENTS: dict[str, list[list[str]]] = {
         ["bench_scheduler.py", "--overhead"],
     ],
     "lotus": [["bench_lotus.py"]],
+    # issue 21: sem_join at scale; 5a embedded models, 5b the SIMULATED GPU with a truth judge
+    "sim_join": [
+        ["bench_sim_join.py"],
+        [
+            "bench_sim_join.py",
+            "--backend",
+            "sim:default",
+            "--judge",
+            "truth",
+            "--nested",
+            "full",
+            "--out",
+            "benchmarks/results/sim_join_sim.md",
+        ],
+    ],
 }
 
 # Small-scale arguments per script for ``quick``; results go to the usual files.
@@ -66,6 +82,9 @@ QUICK: list[list[str]] = [
     ["bench_optimizer.py", "--max-plans", "200", "--repeat", "1"],
     ["bench_engine.py", "--rows", "500", "--skip-model"],
     ["bench_scheduler.py", "--overhead"],
+    # SIMULATED judge and embedder: the plumbing of blocking, 45 reviews x 15 plots (~5 s)
+    ["bench_sim_join.py", "--backend", "sim:default", "--judge", "truth", "--nested", "full",
+     "--embed", "sim-embed:", "--movies", "15", "--per-movie", "3"],
     ["bench_lotus.py", "--queries", "Q0", "Q7", "--time-scale", "0.3", "--out", "lotus_quick"],
     # real: SmolLM2-135M on llama.cpp's server, 4 rows (dropped when it is not installed)
     ["bench_lotus.py", "--server", "llama", "--queries", "Q0", "--limit", "4",

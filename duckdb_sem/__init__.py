@@ -43,6 +43,7 @@ from duckdb_sem.errors import (
 )
 from duckdb_sem.runtime.budget import Budget
 from duckdb_sem.runtime.context import QueryStats
+from duckdb_sem.runtime.embeddings import Embeddings
 from duckdb_sem.runtime.operators import SemEngine
 from duckdb_sem.scheduler.models import Models, refuse_on_sidecar
 from duckdb_sem.scheduler.shared import scheduler_for
@@ -103,20 +104,24 @@ def install(
     max_llm_calls: int | None = None,
     max_prompt_tokens: int | None = None,
     models: Mapping[str, str | Backend] | None = None,
+    embed_backend: str | Backend | None = None,
 ) -> SemSession:
     """Register ``sem_filter``, ``sem_map``, ``sem_join``, ``sem_agg`` (explicit form) in ``con``.
 
     ``backend`` is a spec string (default ``DUCKDB_SEM_BACKEND`` or ``llama:``) or a Backend;
     ``cache`` a file path or ``'off'``; ``scheduler`` a sidecar URL; ``models`` named models
     (name -> spec string or Backend, over ``DUCKDB_SEM_MODELS``) that a call picks with
-    ``model := 'name'``. Returns the session, whose ``query.stats()`` holds the LLM usage
+    ``model := 'name'``; ``embed_backend`` the embedding model's spec (default
+    ``DUCKDB_SEM_EMBED_BACKEND`` or ``minilm:``, loaded on first use: ``sem_sim_join``,
+    ``sem_search``, blocking). Returns the session, whose ``query.stats()`` holds the LLM usage
     since the last ``session.new_query()``. ``max_llm_calls`` / ``max_prompt_tokens`` bound
     the backend work of each query (from one ``session.new_query()`` to the next), as in
     :func:`connect`.
     """
     settings = _settings(backend, cache, scheduler, batch_size).with_overrides(
-        max_llm_calls=max_llm_calls, max_prompt_tokens=max_prompt_tokens
-    )
+        max_llm_calls=max_llm_calls, max_prompt_tokens=max_prompt_tokens,
+        embed_backend=embed_backend if isinstance(embed_backend, str) else None,
+    )  # fmt: skip
     for name, _ in [*settings.models, *(models or {}).items()]:
         refuse_on_sidecar(settings, name)  # before the sidecar is even asked
     client = scheduler_for(settings, backend if isinstance(backend, Backend) else None)
@@ -126,7 +131,10 @@ def install(
         client.close()
         raise
     budget = Budget(settings.max_llm_calls, settings.max_prompt_tokens)
-    engine = SemEngine(client, batch_size=settings.batch_size, models=named)
+    embedder = embed_backend if isinstance(embed_backend, Backend) else None
+    embeddings = Embeddings(settings, backend=embedder)
+    engine = SemEngine(client, batch_size=settings.batch_size, models=named,
+                       embeddings=embeddings)  # fmt: skip
     session = SemSession(con, engine, budget=budget)
     session.install()
     return session
@@ -147,6 +155,9 @@ def connect(
     price_per_mtok_in: float | None = None,
     price_per_mtok_out: float | None = None,
     models: Mapping[str, str | Backend] | None = None,
+    embed_backend: str | Backend | None = None,
+    approximate: bool | None = None,
+    join_recall: float | None = None,
 ) -> SemConnection:
     """Open a DuckDB database with semantic SQL; see :func:`install` for the options.
 
@@ -158,6 +169,9 @@ def connect(
     over ``DUCKDB_SEM_PRICE_IN`` / ``DUCKDB_SEM_PRICE_OUT``) add money to ``EXPLAIN SEMANTIC``.
     ``models={"fast": "llama:", "big": "openai:http://host/v1?model=m"}`` names models for
     ``sem_filter('{text} ...', model := 'fast')``; ``CREATE MODEL`` adds more.
+    ``approximate=True`` allows lossy plans (a ``sem_join`` blocked by embedding similarity,
+    learned per query to reach ``join_recall``, default 0.95; see
+    ``duckdb_sem.runtime.approximation``); ``SET duckdb_sem.approximate = on`` per session.
     """
     con = duckdb.connect(database, read_only=read_only, config=config or {})
     settings = _settings(backend, cache, scheduler, batch_size).with_overrides(
@@ -165,10 +179,13 @@ def connect(
         max_prompt_tokens=max_prompt_tokens,
         price_per_mtok_in=price_per_mtok_in,
         price_per_mtok_out=price_per_mtok_out,
+        embed_backend=embed_backend if isinstance(embed_backend, str) else None,
+        approximate=approximate,
+        join_recall=join_recall,
     )
     session = install(con, backend=backend, cache=cache, scheduler=scheduler, batch_size=batch_size,
                       max_llm_calls=max_llm_calls, max_prompt_tokens=max_prompt_tokens,
-                      models=models)  # fmt: skip
+                      models=models, embed_backend=embed_backend)  # fmt: skip
     return SemConnection(con, session, settings, optimize=optimize)
 
 

@@ -21,6 +21,9 @@ variable                        default                     meaning
 ``DUCKDB_SEM_PRICE_OUT``        (none)                      USD per million completion tokens
 ``DUCKDB_SEM_MODELS``           (none)                      named models, ``name=spec;name=spec``
                                                             (``model := 'name'``; docs/backends.md)
+``DUCKDB_SEM_EMBED_BACKEND``    ``minilm:``                 embedding model spec (sem_sim_join, blocking)
+``DUCKDB_SEM_APPROXIMATE``      ``off``                     allow approximate (lossy) plans: blocking
+``DUCKDB_SEM_JOIN_RECALL``      ``0.95``                    recall target of a blocked sem_join
 ==============================  ==========================  ==========================================
 
 Options passed to :func:`duckdb_sem.connect` override the environment. A ``DUCKDB_SEM_*``
@@ -45,6 +48,7 @@ __all__ = [
     "Settings",
     "check_env",
     "default_cache_path",
+    "parse_bool",
     "parse_cache",
     "parse_models",
 ]
@@ -67,6 +71,9 @@ ENV_VARS = {
     "DUCKDB_SEM_PRICE_IN": "USD per million prompt tokens, for EXPLAIN SEMANTIC (default none)",
     "DUCKDB_SEM_PRICE_OUT": "USD per million completion tokens, for EXPLAIN SEMANTIC (default none)",
     "DUCKDB_SEM_MODELS": "named models for model := 'name', as name=spec;name=spec (default none)",
+    "DUCKDB_SEM_EMBED_BACKEND": "embedding model spec (default minilm:)",
+    "DUCKDB_SEM_APPROXIMATE": "allow approximate plans, e.g. sem_join blocking (default off)",
+    "DUCKDB_SEM_JOIN_RECALL": "recall target of a blocked sem_join (default 0.95)",
     "DUCKDB_SEM_OPENAI_API_KEY": "API key of openai: backends (else OPENAI_API_KEY)",
     "DUCKDB_SEM_SIM_PROFILE": "duckdb-sem sim-server: the simulated GPU profile (default default)",
     "DUCKDB_SEM_SIM_LISTEN": "duckdb-sem sim-server: HOST:PORT to listen on",
@@ -141,6 +148,28 @@ def parse_models(raw: str) -> tuple[tuple[str, str], ...]:
     return tuple(out)
 
 
+def parse_bool(name: str, raw: str) -> bool:
+    """``on/true/1/yes`` or ``off/false/0/no`` (any case); anything else is an error."""
+    text = raw.strip().strip("'").lower()
+    if text in {"on", "true", "1", "yes"}:
+        return True
+    if text in {"off", "false", "0", "no", ""}:
+        return False
+    raise ConfigError(f"{name} takes on or off (true/false), got {raw!r}")
+
+
+def _bool_env(name: str) -> bool:
+    return parse_bool(name, os.environ.get(name, ""))
+
+
+def _float_env(name: str, default: float) -> float:
+    raw = os.environ.get(name, "").strip()
+    try:
+        return float(raw) if raw else default
+    except ValueError:
+        raise ConfigError(f"{name}={raw!r} is not a number; set it to e.g. {default}") from None
+
+
 def default_cache_path() -> Path:
     base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
     return Path(base) / "duckdb-sem" / "llm_cache.sqlite"
@@ -171,6 +200,9 @@ class Settings:
     price_per_mtok_in: float | None = None
     price_per_mtok_out: float | None = None
     models: tuple[tuple[str, str], ...] = ()  # named models: (name, backend spec)
+    embed_backend: str = "minilm:"  # the embedding model (runtime.embeddings)
+    approximate: bool = False  # lossy plans allowed (runtime.approximation)
+    join_recall: float = 0.95  # recall target of a blocked sem_join
 
     @staticmethod
     def from_env() -> Settings:
@@ -207,6 +239,9 @@ class Settings:
             price_per_mtok_in=_price_env("DUCKDB_SEM_PRICE_IN"),
             price_per_mtok_out=_price_env("DUCKDB_SEM_PRICE_OUT"),
             models=parse_models(env.get("DUCKDB_SEM_MODELS", "")),
+            embed_backend=env.get("DUCKDB_SEM_EMBED_BACKEND") or "minilm:",
+            approximate=_bool_env("DUCKDB_SEM_APPROXIMATE"),
+            join_recall=_float_env("DUCKDB_SEM_JOIN_RECALL", 0.95),
         )
         settings.validate()
         return settings
@@ -223,6 +258,10 @@ class Settings:
             raise ConfigError(
                 f"SEU rows must be >= 1 and the estimator sample >= 0, got {self.seu_rows} "
                 f"and {self.estimator_sample}"
+            )
+        if not 0.0 < self.join_recall <= 1.0:
+            raise ConfigError(
+                f"the join recall target must be in (0, 1], got {self.join_recall}; e.g. 0.95"
             )
         if self.aging_rate is not None and self.aging_rate < 0:
             raise ConfigError(f"aging rate must be >= 0, got {self.aging_rate}")

@@ -10,6 +10,7 @@ it, calling the ``sem_*`` UDFs batch by batch.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import re
 import warnings
@@ -22,13 +23,17 @@ import duckdb
 import pyarrow as pa
 
 from duckdb_sem.config import Settings
-from duckdb_sem.errors import PlanError, QueryCancelledError
+from duckdb_sem.errors import ConfigError, PlanError, QueryCancelledError
 from duckdb_sem.explain import explain_semantic
 from duckdb_sem.llm.call_options import models_named
 from duckdb_sem.relation import SemRelation
-from duckdb_sem.runtime.budget import Budget, check_setting
+from duckdb_sem.runtime.approximation import SETTINGS as APPROXIMATION_SETTINGS
+from duckdb_sem.runtime.approximation import Approximation
+from duckdb_sem.runtime.budget import SETTINGS as BUDGET_SETTINGS
+from duckdb_sem.runtime.budget import Budget
 from duckdb_sem.runtime.context import Progress, QueryStats
-from duckdb_sem.runtime.entry import run_query, written_plan
+from duckdb_sem.runtime.embeddings import Embeddings
+from duckdb_sem.runtime.entry import options_from_settings, run_query, written_plan
 from duckdb_sem.runtime.operators import SemEngine
 from duckdb_sem.runtime.progress import QueryProgress, RuntimeOptions
 from duckdb_sem.scheduler.models import Models
@@ -87,6 +92,8 @@ class SemConnection:
         self._result_view: str | None = None
         #: limits of each query's backend work (``runtime.budget``); ``SET duckdb_sem.*`` too
         self.budget = Budget(settings.max_llm_calls, settings.max_prompt_tokens)
+        #: lossy plans allowed, and their targets (``runtime.approximation``); ``SET`` too
+        self.approximation = Approximation(settings.approximate, settings.join_recall)
         self._sources = SourceRegistry(self)  # caller-scope DataFrames, table functions
         # written plans of statements not yet fetched, so a fetch need not build them again;
         # forgotten whenever a statement that is not a planned query runs (it may be DDL)
@@ -196,12 +203,18 @@ class SemConnection:
         share = getattr(client, "share", None)  # a handle of its own, released by its close()
         own = share() if share is not None else client
         engine = SemEngine(own, batch_size=self.session.engine.batch_size,
-                           models=self.models.share(own))  # fmt: skip
+                           models=self.models.share(own),
+                           embeddings=self._embeddings())  # fmt: skip
         session = SemSession(raw, engine)
         session.install()
         child = SemConnection(raw, session, self.settings, optimize=self.optimize)
         child.runtime = self.runtime
+        child.approximation = self.approximation
         return child
+
+    def _embeddings(self) -> Embeddings:
+        own = self.session.engine.embeddings
+        return own.another() if own is not None else Embeddings(self.settings)
 
     def __getattr__(self, name: str) -> Any:
         """DuckDB's own methods; those that return a relation (``read_csv``, ``read_parquet``,
@@ -340,7 +353,7 @@ class SemConnection:
         """Run a planned query: a new query context, its rows as an Arrow stream, SEU by SEU."""
         names = self._duckdb_names(sql)
         query = self.session.new_query(on_progress=self.on_progress, budget=self.budget)
-        reader = run_query(self, sql, self.session.engine, query, options=self.runtime,
+        reader = run_query(self, sql, self.session.engine, query, options=self.runtime_options(),
                            written=self._plans.get(sql))  # fmt: skip
         if names is None or len(names) != len(reader.schema) or names == reader.schema.names:
             return reader
@@ -366,11 +379,32 @@ class SemConnection:
         self._con.register(self._result_view, table)
         self._con.execute(f"SELECT * FROM {self._result_view}")
 
+    def runtime_options(self) -> RuntimeOptions:
+        """How this connection's planned queries run: its runtime, with its approximation."""
+        options = self.runtime or options_from_settings(self.settings)
+        return dataclasses.replace(options, approximation=self.approximation)
+
+    def option_value(self, name: str) -> str:
+        """``SHOW duckdb_sem.<name>``: a budget (``DEFAULT`` when unlimited) or an
+        approximation setting (``on``/``off``, the recall target)."""
+        name = name.lower()
+        _check_setting(name)
+        if name in APPROXIMATION_SETTINGS:
+            return self.approximation.value(name)
+        value = getattr(self.budget, name)
+        return "DEFAULT" if value is None else str(value)
+
     def set_option(self, name: str, value: str | None) -> None:
         """``SET duckdb_sem.<name> = value`` (``value`` None or ``DEFAULT``: back to the
-        connection's own setting): the budget settings of :mod:`duckdb_sem.runtime.budget`;
-        ``SET ... = NULL`` lifts the limit."""
+        connection's own setting): the budget settings of :mod:`duckdb_sem.runtime.budget`
+        (``SET ... = NULL`` lifts the limit) and the approximation settings of
+        :mod:`duckdb_sem.runtime.approximation`."""
         name = name.lower()
+        _check_setting(name)
+        if name in APPROXIMATION_SETTINGS:
+            connected = Approximation(self.settings.approximate, self.settings.join_recall)
+            self.approximation = self.approximation.with_setting(name, value, connected)
+            return
         if value is None or value.strip().strip("'").lower() == "default":
             default = getattr(self.settings, name, None)  # RESET, DEFAULT: as connected
             value = None if default is None else str(default)
@@ -387,9 +421,8 @@ class SemConnection:
         elif verb == "RESET":
             self.set_option(name, None)
         else:
-            check_setting(name)
-        value = getattr(self.budget, name)
-        shown = "DEFAULT" if value is None else str(value)
+            _check_setting(name)
+        shown = self.option_value(name)
         return (
             f"SELECT '{shown}' AS \"duckdb_sem.{name}\""
             if verb == "SHOW"
@@ -421,3 +454,12 @@ class SemConnection:
                 raise
 
         return call
+
+
+def _check_setting(name: str) -> None:
+    """Raise unless ``name`` is a ``duckdb_sem.*`` setting (budgets and approximation)."""
+    if name not in (*BUDGET_SETTINGS, *APPROXIMATION_SETTINGS):
+        raise ConfigError(
+            f"unknown setting duckdb_sem.{name}; the settings are "
+            + ", ".join(f"duckdb_sem.{s}" for s in (*BUDGET_SETTINGS, *APPROXIMATION_SETTINGS))
+        )

@@ -33,7 +33,6 @@ from duckdb_sem.optimizer.spend import Price, spend_lines, total
 from duckdb_sem.plan.nodes import Node, Scan, SemCall, quote
 from duckdb_sem.runtime.entry import (
     Prepared,
-    options_from_settings,
     prepare,
     start,
 )
@@ -69,7 +68,7 @@ def explain_semantic(
 ) -> str:
     """The text of ``EXPLAIN [ANALYZE] SEMANTIC [VERBOSE] sql``; with ``analyze`` the query
     runs; with ``verbose`` the prompts of each operator's first row follow the plan."""
-    options = con.runtime or options_from_settings(con.settings)
+    options = con.runtime_options()
     raw = con.duckdb
     engine = con.session.engine
     route = con._route(con._sources.open(sql), None)  # the front end a run goes through

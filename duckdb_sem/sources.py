@@ -34,9 +34,12 @@ from sqlglot import exp
 from duckdb_sem.errors import BindError, SemError
 from duckdb_sem.identifiers import quote_identifier as _q
 from duckdb_sem.optimizer import plan_query
+from duckdb_sem.runtime import similarity as sim
 from duckdb_sem.runtime import table_sources as ts
+from duckdb_sem.runtime.blocking import embeddings_of
 from duckdb_sem.runtime.execute_plan import execute_plan
 from duckdb_sem.surface.bind import has_semantic_call, parse_statement
+from duckdb_sem.surface.similarity_calls import SimilarityCall, check_text_column
 from duckdb_sem.surface.table_functions import (
     TableCall,
     bind_fields,
@@ -192,7 +195,9 @@ class SourceRegistry:
         ).fetchall()
         return bool(rows)
 
-    def _open_call(self, statement: Statement, call: TableCall) -> str:
+    def _open_call(self, statement: Statement, call: TableCall | SimilarityCall) -> str:
+        if isinstance(call, SimilarityCall):
+            return self._open_similarity(statement, call)
         self._owner.models.check(call.options.model)  # before reading or asking anything
         inputs = [self._input(call, sql) for sql in call.inputs]
         fields = bind_fields(call, [schema.names for schema, _ in inputs])
@@ -233,7 +238,9 @@ class SourceRegistry:
         self._register(statement, name, ts.LazyArrowSource(schema, produce, on_error=remember))
         return name
 
-    def _input(self, call: TableCall, sql: str) -> tuple[pa.Schema, Callable[[], pa.Table]]:
+    def _input(
+        self, call: TableCall | SimilarityCall, sql: str
+    ) -> tuple[pa.Schema, Callable[[], pa.Table]]:
         """The schema of an input and how to read it. An input without a semantic call is read
         now (DuckDB work only); one with a semantic call is read when the function's rows are
         first pulled, on a cursor whose queries are this session's current one (counted,
@@ -261,7 +268,47 @@ class SourceRegistry:
 
         return schema, read
 
-    def _read_input(self, call: TableCall, sql: str) -> pa.Table:
+    def _open_similarity(self, statement: Statement, call: SimilarityCall) -> str:
+        """``sem_sim_join`` / ``sem_search``: inputs checked now (read as :meth:`_input`
+        says), embedded at the first pull, ranked in DuckDB on a cursor (see ``_join`` for why
+        a cursor)."""
+        inputs = [self._input(call, sql) for sql in call.inputs]
+        for (schema, _), column in zip(inputs, call.columns, strict=True):
+            check_text_column(call, schema, column)
+        session = self._owner.session
+        embeddings = embeddings_of(session.engine)
+
+        def remember(err: SemError) -> None:
+            session.last_error = err
+
+        def produce() -> Iterator[pa.RecordBatch]:
+            tables = [read() for _, read in inputs]
+            cursor = self._owner.duckdb.cursor()
+            try:
+                if call.name == "sem_sim_join":
+                    left, right = tables
+                    yield from sim.sim_join_batches(
+                        cursor, left, right, (call.columns[0], call.columns[1]), call.k,
+                        embeddings=embeddings, query=session.query,
+                    )  # fmt: skip
+                else:
+                    assert call.text is not None
+                    yield from sim.search_batches(
+                        cursor, tables[0], call.columns[0], call.text, call.k,
+                        embeddings=embeddings, query=session.query,
+                    )  # fmt: skip
+            finally:
+                cursor.close()
+
+        if call.name == "sem_sim_join":
+            schema = sim.sim_join_schema(inputs[0][0], inputs[1][0])
+        else:
+            schema = sim.search_schema(inputs[0][0])
+        name = self.unique_name("tf")
+        self._register(statement, name, ts.LazyArrowSource(schema, produce, on_error=remember))
+        return name
+
+    def _read_input(self, call: TableCall | SimilarityCall, sql: str) -> pa.Table:
         try:
             table: pa.Table = self._owner.sql(sql).to_arrow_table()
         except duckdb.Error as err:

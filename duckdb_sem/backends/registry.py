@@ -7,6 +7,9 @@ llama     ``llama:`` or ``llama:/path/model.gguf?threads=2``     embedded llama.
 test      ``test:?yes_if=good&latency_ms=0``                     deterministic rules, for tests
 ========  =====================================================  ==============================
 
+Embedding models (``minilm:``, ``openai-embed:``, ``sim-embed:``; see :mod:`.embedder`) are
+backends too, chosen by ``DUCKDB_SEM_EMBED_BACKEND``.
+
 Other kinds (``openai:``, ``vllm:``, ``sim:``) register themselves in ``_FACTORIES`` from their
 own modules; the registry imports a backend's module only when its kind is asked for.
 
@@ -44,6 +47,10 @@ _FACTORIES: dict[str, str] = {
     "openai": "duckdb_sem.backends.openai:from_spec",
     "vllm": "duckdb_sem.backends.vllm:from_spec",
     "sim": "duckdb_sem.backends.sim:from_spec",
+    # embedding models (``backends.embedder``): DUCKDB_SEM_EMBED_BACKEND
+    "minilm": "duckdb_sem.backends.minilm:from_spec",
+    "openai-embed": "duckdb_sem.backends.openai_embed:from_spec",
+    "sim-embed": "duckdb_sem.backends.sim.embeddings:from_spec",
 }
 
 

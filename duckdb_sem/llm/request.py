@@ -41,6 +41,7 @@ class Task(enum.Enum):
     DECIDE = "decide"  # a yes/no decision, scored from the answer tokens' log-probabilities
     GENERATE = "generate"  # free generation, parsed into ``OutputSpec.sql_type``
     CLASSIFY = "classify"  # one of ``OutputSpec.labels``, scored rather than generated
+    EMBED = "embed"  # a vector for ``row`` from an embedding model (``backends.embedder``)
 
 
 class OperatorKind(enum.Enum):
@@ -48,6 +49,7 @@ class OperatorKind(enum.Enum):
     MAP = "map"
     JOIN = "join"
     AGG = "agg"
+    EMBED = "embed"  # not an LLM operator: the text of ``row`` to an embedding vector
 
 
 @dataclass(frozen=True, slots=True)

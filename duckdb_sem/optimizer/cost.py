@@ -227,8 +227,11 @@ class CostModel:
                 return pairs, base
             s = self.stats.get(operator_signature(node.call))
             sel = s.selectivity if s else 1.0 / max(lbase, rbase, 1.0)
-            out[path] = self._llm(node.call, pairs, pairs * sel)
-            return pairs * sel, base
+            # blocked (approximate): only the share of pairs above the threshold is asked,
+            # and they hold (about) all the matches
+            asked = pairs * node.blocking.fraction if node.blocking else pairs
+            out[path] = self._llm(node.call, asked, min(pairs * sel, asked))
+            return min(pairs * sel, asked), base
         (rows_in, base), *_ = kids or [(0.0, 0.0)]
         if isinstance(node, Filter):
             rows = rows_in * d.relational_selectivity

@@ -18,7 +18,7 @@ from __future__ import annotations
 from duckdb_sem.optimizer.actuals import Actual
 from duckdb_sem.optimizer.choose import Choice, plan_key
 from duckdb_sem.optimizer.cost import CostModel, Estimate, Path
-from duckdb_sem.plan.nodes import Node
+from duckdb_sem.plan.nodes import Node, SemJoin
 
 __all__ = ["explain_choice", "format_plan", "render_tree"]
 
@@ -57,7 +57,8 @@ def render_tree(
 
     walk(plan, (), "", "")
     width = min(max(len(text) for text, _ in rows) + 2, 100)
-    return [f"{text.ljust(width)}{stats}" for text, stats in rows]
+    # a label past the width (a long template) still keeps two spaces before its figures
+    return [f"{text.ljust(width - 2)}  {stats}" for text, stats in rows]
 
 
 def format_plan(plan: Node) -> str:
@@ -93,6 +94,8 @@ def explain_choice(
         lines.append(f"({len(choice.ranked)} enumerated; pruning: {choice.pruning})")
     lines.append(f"chosen plan, cost {_num(best.cost)} token-equivalents:")
     lines += render_tree(best.plan, model.estimate(best.plan), actuals)
+    lines += [n.blocking.describe() for n in best.plan.walk()
+              if isinstance(n, SemJoin) and n.blocking is not None]  # fmt: skip
     others = choice.ranked[1 : 1 + runner_ups]
     if others:
         lines.append("runner-up plans:")

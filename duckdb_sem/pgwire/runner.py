@@ -195,12 +195,17 @@ class Runner:
 
     def _command(self, command: cmd.Command, params: list[Any]) -> Result:
         if isinstance(command, cmd.Set | cmd.Reset) and command.name.startswith("duckdb_sem."):
-            # the connection's own settings (budgets): applied there, shown by SHOW as well
+            # the connection's own settings (budgets, approximation): applied there, shown by
+            # SHOW as well
             option = command.name.removeprefix("duckdb_sem.")
             self.con.set_option(option, command.value if isinstance(command, cmd.Set) else None)
-            value = getattr(self.con.budget, option)
-            self.settings[command.name] = "DEFAULT" if value is None else str(value)
+            self.settings[command.name] = self.con.option_value(option)
             return Result.command("SET" if isinstance(command, cmd.Set) else "RESET")
+        if isinstance(command, cmd.Show) and command.name.startswith("duckdb_sem."):
+            # as the connection has it, SET or not
+            self.settings[command.name] = self.con.option_value(
+                command.name.removeprefix("duckdb_sem.")
+            )
         if isinstance(command, cmd.Set | cmd.Reset | cmd.Show):
             return run_setting(self.settings, command)
         if isinstance(command, cmd.Begin):

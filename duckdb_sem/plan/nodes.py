@@ -29,6 +29,7 @@ from typing import ClassVar
 from duckdb_sem.errors import PlanError
 from duckdb_sem.llm.request import OperatorKind
 from duckdb_sem.plan.base import Binary, Node, Unary
+from duckdb_sem.plan.blocking import Blocking
 from duckdb_sem.plan.expressions import Predicate, ProjectItem, SemCall, quote
 from duckdb_sem.plan.setwise import Aggregate, Limit, Project, SemAgg, Sort
 
@@ -156,10 +157,12 @@ class Join(Binary):
 
 @dataclass(frozen=True)
 class SemJoin(Binary):
-    """Pairs of rows (optionally prefiltered by a relational ``condition``) kept by an LLM."""
+    """Pairs of rows (optionally prefiltered by a relational ``condition``) kept by an LLM;
+    with ``blocking`` (an approximate plan) only the pairs similar enough reach the LLM."""
 
     call: SemCall
     condition: Predicate | None = None
+    blocking: Blocking | None = None
     semantic: ClassVar[bool] = True
 
     def __post_init__(self) -> None:
@@ -174,4 +177,5 @@ class SemJoin(Binary):
 
     def label(self) -> str:
         on = f" ON {self.condition.sql}" if self.condition else ""
-        return f"SemJoin {self.call.sql()}{on}"
+        blocked = f" {self.blocking.label()}" if self.blocking else ""
+        return f"SemJoin {self.call.sql()}{on}{blocked}"

@@ -41,6 +41,11 @@ class QueryStats:
     estimator_cache_hits: int = 0
     rows: int = 0  # rows that went through semantic operators
     llm_wait_seconds: float = 0.0
+    # the embedding model's work (runtime.embeddings): not LLM calls, counted apart
+    embed_calls: int = 0  # virtual: texts asked for, as if nothing were cached
+    embed_physical_calls: int = 0  # texts the embedding model ran for this query
+    embed_cache_hits: int = 0
+    embed_wait_seconds: float = 0.0
 
     def as_dict(self) -> dict[str, float | int | str]:
         return {f.name: getattr(self, f.name) for f in fields(self)}
@@ -140,7 +145,7 @@ class QueryContext:
         for f in fields(QueryStats):
             if f.name in counts:
                 kwargs[f.name] = (
-                    float(counts[f.name]) if f.name == "llm_wait_seconds" else int(counts[f.name])
+                    float(counts[f.name]) if f.name.endswith("_seconds") else int(counts[f.name])
                 )
         return QueryStats(**kwargs)  # type: ignore[arg-type]
 

@@ -30,6 +30,8 @@ from duckdb_sem.optimizer.choose import Choice, plan_key
 from duckdb_sem.optimizer.cost import Statistics
 from duckdb_sem.plan.build import build_plan
 from duckdb_sem.plan.nodes import Node, Scan
+from duckdb_sem.runtime.approximation import Approximation
+from duckdb_sem.runtime.blocking import block_sem_joins
 from duckdb_sem.runtime.cursors import session_cursor
 from duckdb_sem.runtime.estimator_work import scheduled_samples
 from duckdb_sem.runtime.execute_plan import Actual, Evaluator, Path
@@ -126,6 +128,9 @@ def prepare(
                         seed=options.seed, via=via,
                         targets=model_backends(engine))  # fmt: skip
     profile = profiler.profile_plan(raw, written)
+    approximation = options.approximation
+    if approximation is not None and approximation.allowed and query is not None:
+        written = block_sem_joins(raw, written, engine, query, approximation)  # lossy, opt-in
     choice, model = optimize(raw, sql, stats=profile.stats, written=written)
     store = StatsStore()
     store.seed(profile.stats)
@@ -198,6 +203,10 @@ def options_from_settings(settings: Any) -> RuntimeOptions:
                 _estimators[spec] = (backend, scheduler_for(own, backend))
             estimator, client = _estimators[spec]
     return RuntimeOptions(
+        approximation=Approximation(
+            allowed=getattr(settings, "approximate", False),
+            join_recall=getattr(settings, "join_recall", 0.95),
+        ),
         mode=getattr(settings, "runtime", "adaptive"),
         batch_rows=getattr(settings, "seu_rows", 256),
         estimator=estimator,

@@ -6,7 +6,8 @@ pushes it down itself. A chain of row-wise semantic operators streams the result
 below it as record batches (``to_arrow_reader``) and sends each batch through the whole chain,
 operator by operator, via the evaluator (the ``SemEngine``); the surviving rows are registered
 back into DuckDB as an Arrow table for the SQL above. A semantic join streams the candidate
-pairs (a cross join, or the relational join it refines) the same way. Batch-wise execution is
+pairs (a cross join, or the relational join it refines) the same way; a blocked one (an
+approximate plan) only the pairs its embedding block keeps (``runtime.blocking``). Batch-wise execution is
 what lets a later runtime switch plans between batches. The SQL text of scans, joins and the
 sink is written by :mod:`.plan_sql`.
 """
@@ -44,6 +45,7 @@ from duckdb_sem.plan.nodes import (
     Sort,
     quote,
 )
+from duckdb_sem.runtime.blocking import blocked_pairs
 from duckdb_sem.runtime.plan_sql import Path, join_sql, scan_sql, sink_select, split_sink
 
 __all__ = ["Actual", "Evaluator", "Path", "drop_views", "execute_plan", "split_sink"]
@@ -241,8 +243,15 @@ class _Run:
 
     def _sem_join(self, node: SemJoin, path: Path) -> str:
         left, right = self.rel(node.left, (*path, 0)), self.rel(node.right, (*path, 1))
-        pairs = join_sql(left, right, node.condition.sql if node.condition else None)
-        reader = self.con.sql(pairs).to_arrow_reader(self.batch_size)
+        reader: Any
+        if node.blocking is not None:  # approximate: only the pairs similar enough
+            table = blocked_pairs(self.con, node, left, right, self.engine, self.query)
+            reader = pa.RecordBatchReader.from_batches(
+                table.schema, table.to_batches(max_chunksize=self.batch_size)
+            )
+        else:
+            pairs = join_sql(left, right, node.condition.sql if node.condition else None)
+            reader = self.con.sql(pairs).to_arrow_reader(self.batch_size)
 
         def batches() -> Iterator[pa.RecordBatch]:
             for batch in reader:

@@ -27,6 +27,11 @@ class ObservingEvaluator:
         self.signatures = signatures  # operator label -> signature
         self._seen: dict[str, list[float]] = {}
 
+    @property
+    def embeddings(self) -> Any:
+        """The wrapped engine's embedding model (blocked joins embed through it)."""
+        return getattr(self.engine, "embeddings", None)
+
     def run_operator(
         self,
         kind: OperatorKind,

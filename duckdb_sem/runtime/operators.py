@@ -28,6 +28,7 @@ from duckdb_sem.llm.request import Completion, LLMRequest, OperatorKind, Task
 from duckdb_sem.llm.template import Template, parse_template
 from duckdb_sem.optimizer.cost import CostModel
 from duckdb_sem.runtime.context import Progress, QueryContext
+from duckdb_sem.runtime.embeddings import Embeddings
 from duckdb_sem.scheduler.models import Models
 from duckdb_sem.scheduler.seu import SEU, SchedulerClient, Served, SEUResult
 
@@ -45,11 +46,18 @@ class SemEngine:
     ``model :=``, on that model's client in ``models``."""
 
     def __init__(
-        self, client: SchedulerClient, *, batch_size: int = 64, models: Models | None = None
+        self,
+        client: SchedulerClient,
+        *,
+        batch_size: int = 64,
+        models: Models | None = None,
+        embeddings: Embeddings | None = None,
     ) -> None:
         self.batch_size = batch_size
         self.models = models if models is not None else Models(client)
         self.models.default = client
+        #: the session's embedding model (sem_sim_join, sem_search, blocked joins), built lazily
+        self.embeddings = embeddings
 
     @property
     def client(self) -> SchedulerClient:

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from duckdb_sem.backends.base import Backend
 from duckdb_sem.errors import ConfigError
 from duckdb_sem.plan.nodes import Node
+from duckdb_sem.runtime.approximation import Approximation
 from duckdb_sem.scheduler.seu import SchedulerClient
 
 __all__ = ["MODES", "QueryProgress", "RuntimeOptions"]
@@ -68,6 +69,8 @@ class RuntimeOptions:
     # The query's answer memo is an LRU sized to a few batches, never above this many entries,
     # so memory stays bounded on any table (older answers come from the persistent cache).
     memo_limit: int = 50_000
+    # lossy plans (sem_join blocking) and their targets; None or not allowed: lossless only
+    approximation: Approximation | None = None
 
     def __post_init__(self) -> None:
         if self.mode not in MODES:

@@ -13,6 +13,9 @@ function                                               rows
 ``sem_extract('input', '{col} ...', 'STRUCT(...)')``   the input's columns, one per struct field
 =====================================================  ==========================================
 
+``sem_sim_join`` and ``sem_search`` (embedding similarity, no LLM) are parsed by
+:mod:`.similarity_calls`.
+
 An input is a table or view name (``'reviews'``) or a query (``'SELECT * FROM r WHERE ...'``).
 Each also takes the named arguments of :mod:`duckdb_sem.llm.call_options` after its three
 (``sem_topk('reviews', 3, '{text} ...', model := 'big')``).
@@ -38,6 +41,11 @@ from duckdb_sem.llm.call_options import DEFAULT_OPTIONS, CallOptions, split_opti
 from duckdb_sem.llm.outputs import TypeSpec, parse_type
 from duckdb_sem.llm.template import Template, parse_template
 from duckdb_sem.plan.fields import Name, resolve
+from duckdb_sem.surface.similarity_calls import (
+    SIMILARITY_FUNCTIONS,
+    SimilarityCall,
+    parse_similarity_call,
+)
 
 __all__ = [
     "TABLE_FUNCTIONS",
@@ -49,8 +57,8 @@ __all__ = [
     "rewrite_table_functions",
 ]
 
-TABLE_FUNCTIONS = ("sem_join", "sem_topk", "sem_extract")
-_QUICK = re.compile(r"\bsem_(join|topk|extract)\s*\(", re.IGNORECASE)
+TABLE_FUNCTIONS = ("sem_join", "sem_topk", "sem_extract", *SIMILARITY_FUNCTIONS)
+_QUICK = re.compile(r"\bsem_(join|topk|extract|sim_join|search)\s*\(", re.IGNORECASE)
 _QUERY = re.compile(r"^\s*(\(|select\b|with\b|from\b|values\b|table\b)", re.IGNORECASE)
 _SIDE_NAMES = (("l", "left"), ("r", "right"))  # how a sem_join template names its inputs
 
@@ -81,7 +89,10 @@ def has_table_function(sql: str) -> bool:
 
 
 def rewrite_table_functions(
-    sql: str, open_call: Callable[[TableCall, str], str], *, tree: exp.Expr | None = None
+    sql: str,
+    open_call: Callable[[TableCall | SimilarityCall, str], str],
+    *,
+    tree: exp.Expr | None = None,
 ) -> str:
     """Replace every table function in ``sql`` by the name ``open_call(call, alias)`` returns.
 
@@ -105,7 +116,11 @@ def rewrite_table_functions(
     ]
     if not found:
         return sql
-    parsed = [(table, parse_table_call(call)) for table, call in found]
+    parsed: list[tuple[exp.Table, TableCall | SimilarityCall]] = [
+        (table, parse_similarity_call(call, _input, _string)
+         if call.name.lower() in SIMILARITY_FUNCTIONS else parse_table_call(call))
+        for table, call in found
+    ]  # fmt: skip
     for table, call in parsed:
         alias = table.alias or call.name
         name = open_call(call, alias)

@@ -158,6 +158,8 @@ class SemSession:
         it); a shared session outlives the cursors that close and keeps it."""
         if not self._shared:
             self.engine.close()
+            if self.engine.embeddings is not None:
+                self.engine.embeddings.close()
 
     def ensure_typed_map(self, spec: TypeSpec) -> None:
         """Register the function that returns ``spec`` (idempotent): a UDF behind a macro."""

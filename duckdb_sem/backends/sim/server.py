@@ -3,7 +3,9 @@
 Other tools (LOTUS, plain OpenAI clients, load generators) can be measured against the same
 simulated GPU as duckdb-sem. Endpoints: ``GET /health``, ``GET /v1/models``,
 ``POST /v1/chat/completions``, ``POST /v1/completions``, ``POST /tokenize``, ``GET /metrics``
-(vLLM's request gauges, so the ``openai:`` backend reads load from it the same way).
+(vLLM's request gauges, so the ``openai:`` backend reads load from it the same way), and
+``POST /v1/embeddings`` (SIMULATED vectors of hashed words, :mod:`.embeddings`; deterministic,
+so the ``openai-embed:`` client can be tested and benchmarked against it).
 
 Every response says SIMULATED: the model id starts with ``SIMULATED-``, ``system_fingerprint``
 and the ``X-Simulated`` header carry the profile. Chat requests map the system message to the
@@ -26,6 +28,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 from duckdb_sem.backends.sim.backend import SimBackend
+from duckdb_sem.backends.sim.embeddings import SIM_EMBED_MODEL, hashed_embedding
 from duckdb_sem.backends.sim.oracles import estimate_tokens
 from duckdb_sem.errors import BackendError, BackendTimeoutError, SemError
 from duckdb_sem.llm.outputs import type_from_schema
@@ -243,6 +246,9 @@ class _Handler(BaseHTTPRequestHandler):
         if self.path in ("/tokenize", "/v1/tokenize"):
             self._send(200, {"count": estimate_tokens(str(body.get("prompt", "")))})
             return
+        if self.path in ("/v1/embeddings", "/embeddings"):
+            self._embeddings(body)
+            return
         if self.path not in ("/v1/chat/completions", "/v1/completions"):
             self._send(404, {"error": {"message": f"no route {self.path}", "type": "not_found"}})
             return
@@ -263,6 +269,22 @@ class _Handler(BaseHTTPRequestHandler):
             )
             return
         self._send(200, payload)
+
+    def _embeddings(self, body: dict[str, Any]) -> None:
+        texts = body.get("input")
+        texts = [texts] if isinstance(texts, str) else texts
+        if not isinstance(texts, list) or not all(isinstance(t, str) for t in texts):
+            message = "SIMULATED server: 'input' must be a string or a list of strings"
+            self._send(400, {"error": {"message": message, "type": "invalid_request"}})
+            return
+        data = [
+            {"object": "embedding", "index": i, "embedding": hashed_embedding(t)}
+            for i, t in enumerate(texts)
+        ]
+        tokens = sum(estimate_tokens(t) for t in texts)
+        model = str(body.get("model") or SIM_EMBED_MODEL)
+        usage = {"prompt_tokens": tokens, "total_tokens": tokens}
+        self._send(200, {"object": "list", "data": data, "model": model, "usage": usage})
 
     def _send(self, status: int, payload: dict[str, Any]) -> None:
         self._send_raw(status, json.dumps(payload).encode(), "application/json")

@@ -1,0 +1,149 @@
+"""``Embeddings``: texts to vectors through the embedding model's scheduler, cached and counted.
+
+The embedding model is a backend (:mod:`duckdb_sem.backends.embedder`) with a scheduler of its
+own (``scheduler.shared``: one per identity per process, so every connection's embedding work
+is batched, fused and cached together). It is built on first use, not at ``connect()``: a
+session that never embeds never loads the model. Per call, each distinct non-NULL text is asked
+once per query (the query's memo), the rest go as SEUs of ``batch_size`` texts; the query's
+counters get ``embed_calls`` (virtual: texts asked), ``embed_physical_calls`` (texts the model
+ran) and ``embed_cache_hits``, apart from the LLM counters, and budgets do not count them.
+
+With a scheduler sidecar (``DUCKDB_SEM_SCHEDULER``) embeddings still run in this process, on
+the spec of ``DUCKDB_SEM_EMBED_BACKEND``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import threading
+import time
+from collections.abc import Sequence
+from concurrent.futures import Future
+from concurrent.futures import TimeoutError as FutureTimeout
+from typing import Any
+
+import numpy as np
+
+from duckdb_sem.backends.base import Backend
+from duckdb_sem.backends.embedder import embed_request
+from duckdb_sem.config import Settings
+from duckdb_sem.errors import ConfigError, QueryCancelledError
+from duckdb_sem.runtime.context import QueryContext
+from duckdb_sem.scheduler.seu import SEU, SchedulerClient, Served, SEUResult
+from duckdb_sem.scheduler.shared import scheduler_for
+
+__all__ = ["Embeddings"]
+
+
+class Embeddings:
+    """One session's way to the embedding model (thread-safe; the model is built lazily)."""
+
+    def __init__(
+        self, settings: Settings, *, backend: Backend | None = None, batch_size: int = 256
+    ) -> None:
+        self._settings = settings
+        self._backend = backend  # a caller's Embedder object; None: built from the spec
+        self._client: SchedulerClient | None = None
+        self.batch_size = max(1, batch_size)
+        self._lock = threading.Lock()
+
+    def another(self) -> Embeddings:
+        """The same model for another session (a cursor): a handle of its own, closed apart."""
+        return Embeddings(self._settings, backend=self._backend, batch_size=self.batch_size)
+
+    @property
+    def spec(self) -> str:
+        return self._backend.spec if self._backend is not None else self._settings.embed_backend
+
+    @property
+    def client(self) -> SchedulerClient:
+        with self._lock:
+            if self._client is None:
+                own = dataclasses.replace(self._settings, backend=self.spec, scheduler_url=None)
+                self._client = scheduler_for(own, self._backend)
+                backend = _backend(self._client)
+                if backend is not None and not hasattr(backend, "dimensions"):
+                    self._client.close()
+                    self._client = None
+                    raise ConfigError(
+                        f"embedding backend {own.backend!r} is not an embedding model; "
+                        "use minilm:, openai-embed:http://HOST/v1?model=NAME or sim-embed:"
+                    )
+            return self._client
+
+    def describe(self) -> str:
+        """The embedding model as EXPLAIN shows it (SIMULATED when it is)."""
+        backend = _backend(self.client)
+        return backend.describe() if backend is not None else self.client.backend_id
+
+    def embed(self, texts: Sequence[str | None], *, query: QueryContext) -> np.ndarray:
+        """One unit-length float32 row per text (zeros for NULL), in order."""
+        client = self.client
+        backend_id = client.backend_id
+        requests = {t: embed_request(t) for t in texts if t is not None}
+        sigs = {t: r.signature(backend_id) for t, r in requests.items()}
+        got: dict[str, np.ndarray] = {}
+        todo = []
+        for text, sig in sigs.items():
+            hit = query.memo.get(sig)
+            if isinstance(hit, np.ndarray):
+                got[text] = hit
+            else:
+                todo.append(text)
+        asked = sum(1 for t in texts if t is not None)
+        query.add(embed_calls=asked)
+        for start in range(0, len(todo), self.batch_size):
+            chunk = todo[start : start + self.batch_size]
+            seu = SEU(query.query_id, "sem_embed", tuple(requests[t] for t in chunk), 0.0,
+                      query.connection)  # fmt: skip
+            result = _wait(client, client.submit(seu), query)
+            for text, completion, how in zip(chunk, result.completions, result.served,
+                                             strict=True):  # fmt: skip
+                if completion.value is None:
+                    raise ConfigError(
+                        f"{self.spec}: no vector for a text ({completion.error or 'no value'})"
+                    )
+                vector = np.asarray(completion.value, dtype=np.float32)
+                query.memo[sigs[text]] = vector
+                got[text] = vector
+                if how is Served.BACKEND:
+                    query.add(embed_physical_calls=1)
+                elif how is Served.CACHE:
+                    query.add(embed_cache_hits=1)
+        dims = len(next(iter(got.values()))) if got else self.dimensions()
+        out = np.zeros((len(texts), dims), dtype=np.float32)
+        for i, maybe in enumerate(texts):
+            if maybe is not None:
+                out[i] = got[maybe]
+        return out
+
+    def dimensions(self) -> int:
+        backend = _backend(self.client)
+        return int(getattr(backend, "dimensions", 384))
+
+    def close(self) -> None:
+        """Release this object's share of the embedding scheduler (if it opened one)."""
+        with self._lock:
+            client, self._client = self._client, None
+        if client is not None:
+            client.close()
+
+
+def _backend(client: SchedulerClient) -> Any:
+    backends = getattr(client, "backends", None)
+    return backends[0] if backends else None
+
+
+def _wait(client: SchedulerClient, future: Future[SEUResult], query: QueryContext) -> SEUResult:
+    started = time.monotonic()
+    try:
+        while True:
+            if query.cancelled.is_set():
+                client.cancel(query.query_id)
+                raise QueryCancelledError(f"query {query.query_id} was cancelled")
+            try:
+                return future.result(timeout=0.05)
+            except FutureTimeout:
+                continue
+    finally:
+        query.add(embed_wait_seconds=time.monotonic() - started)
