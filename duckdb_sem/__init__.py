@@ -76,13 +76,18 @@ __version__ = "0.1.0"
 
 
 def _settings(
-    backend: str | Backend | None, cache: str | None, scheduler: str | None, batch_size: int | None
+    backend: str | Backend | None,
+    cache: str | None,
+    scheduler: str | None,
+    batch_size: int | None,
+    retry_failures: bool | None = None,
 ) -> Settings:
     """The environment's settings with the caller's explicit options on top."""
     settings = Settings.from_env().with_overrides(
         backend=backend if isinstance(backend, str) else None,
         scheduler_url=scheduler,
         batch_size=batch_size,
+        retry_failures=retry_failures,
     )
     if cache is not None:  # "off" means no cache, so it cannot go through with_overrides
         settings = replace(settings, cache_path=parse_cache(cache))
@@ -96,14 +101,18 @@ def install(
     cache: str | None = None,
     scheduler: str | None = None,
     batch_size: int | None = None,
+    retry_failures: bool | None = None,
 ) -> SemSession:
-    """Register ``sem_filter``, ``sem_map``, ``sem_join``, ``sem_agg`` (explicit form) in ``con``.
+    """Register ``sem_filter``, ``sem_map``, ``sem_classify``, ``sem_join``, ``sem_agg``
+    (explicit form) in ``con``.
 
     ``backend`` is a spec string (default ``DUCKDB_SEM_BACKEND`` or ``llama:``) or a Backend;
-    ``cache`` a file path or ``'off'``; ``scheduler`` a sidecar URL. Returns the session, whose
+    ``cache`` a file path or ``'off'``; ``scheduler`` a sidecar URL. ``retry_failures=True``
+    (or ``DUCKDB_SEM_RETRY_FAILURES=1``) asks the backend again for answers the cache holds as
+    failed (unparsable, so NULL) instead of reusing them. Returns the session, whose
     ``query.stats()`` holds the LLM usage since the last ``session.new_query()``.
     """
-    settings = _settings(backend, cache, scheduler, batch_size)
+    settings = _settings(backend, cache, scheduler, batch_size, retry_failures)
     client = scheduler_for(settings, backend if isinstance(backend, Backend) else None)
     session = SemSession(con, SemEngine(client, batch_size=settings.batch_size))
     session.install()
@@ -122,6 +131,7 @@ def connect(
     optimize: bool = True,
     max_llm_calls: int | None = None,
     max_prompt_tokens: int | None = None,
+    retry_failures: bool | None = None,
 ) -> SemConnection:
     """Open a DuckDB database with semantic SQL; see :func:`install` for the options.
 
@@ -131,10 +141,17 @@ def connect(
     passing them; see ``duckdb_sem.runtime.budget``), over ``DUCKDB_SEM_MAX_LLM_CALLS`` and ``DUCKDB_SEM_MAX_PROMPT_TOKENS``.
     """
     con = duckdb.connect(database, read_only=read_only, config=config or {})
-    settings = _settings(backend, cache, scheduler, batch_size).with_overrides(
+    settings = _settings(backend, cache, scheduler, batch_size, retry_failures).with_overrides(
         max_llm_calls=max_llm_calls, max_prompt_tokens=max_prompt_tokens
     )
-    session = install(con, backend=backend, cache=cache, scheduler=scheduler, batch_size=batch_size)
+    session = install(
+        con,
+        backend=backend,
+        cache=cache,
+        scheduler=scheduler,
+        batch_size=batch_size,
+        retry_failures=retry_failures,
+    )
     return SemConnection(con, session, settings, optimize=optimize)
 
 
