@@ -134,7 +134,7 @@ def _first_request(con: SemConnection, plan: Node, call: SemCall) -> LLMRequest 
         values.append(rendered[0])
     template = parse_template(call.template)
     return build_request(call.kind, template.render(values), output_type=call.output_type,
-                         template=template)  # fmt: skip
+                         template=template, labels=call.labels)  # fmt: skip
 
 
 def _unplanned(con: SemConnection, sql: str, err: PlanError) -> str:

@@ -136,13 +136,15 @@ class Profiler:
         template = parse_template(call.template)
         rendered = [template.render([str(col[i]) for col in columns]) for i in rows]
         first = build_request(
-            call.kind, rendered[0], output_type=call.output_type, template=template
-        )
+            call.kind, rendered[0], output_type=call.output_type, template=template,
+            labels=call.labels,
+        )  # fmt: skip
         prefix = first.prefix
         prompt = self._prefix(prefix) + sum(map(self.target.count_tokens, rendered)) / len(rows)
         picked = _spread(len(rendered), self.sample_rows) if sample and self.estimator else []
         requests = [build_request(call.kind, rendered[i], output_type=call.output_type,
-                                  template=template) for i in picked]  # fmt: skip
+                                  template=template, labels=call.labels)
+                    for i in picked]  # fmt: skip
         return call, prompt, requests
 
     def _finish(

@@ -16,6 +16,7 @@ import re
 from collections.abc import Sequence
 from typing import Protocol
 
+from duckdb_sem.errors import BindError
 from duckdb_sem.llm.outputs import parse_type
 from duckdb_sem.llm.request import (
     DecodingParams,
@@ -30,6 +31,7 @@ __all__ = [
     "DECIDE_EXAMPLES",
     "DECIDE_PREFIX",
     "build_request",
+    "check_labels",
     "closed_answers",
     "instruction_for",
     "scale_in",
@@ -97,6 +99,36 @@ def scale_in(text: str) -> tuple[int, int] | None:
         if 0 <= low < high and high - low + 1 <= _MAX_LABELS:
             return low, high
     return None
+
+
+def check_labels(
+    values: Sequence[object] | None, *, where: str = "sem_classify"
+) -> tuple[str, ...]:
+    """The labels of a ``sem_classify``, distinct and in order; a :class:`BindError` unless there
+    are at least two distinct non-empty strings (said before any LLM call).
+
+    Example:
+        >>> check_labels(["game", "science", "game"])
+        ('game', 'science')
+    """
+    example = f"e.g. {where}('{{text}} kind', ['game', 'science'])"
+    if values is None or isinstance(values, str):
+        raise BindError(f"{where}: the labels must be a list of strings, {example}")
+    labels: list[str] = []
+    for value in values:
+        if not isinstance(value, str) or not value.strip():
+            raise BindError(
+                f"{where}: label {value!r} is not a non-empty string; every label must be one, "
+                f"{example}"
+            )
+        if value not in labels:
+            labels.append(value)
+    if len(labels) < 2:
+        raise BindError(
+            f"{where}: needs at least two distinct labels to choose from, got {list(values)!r}; "
+            f"{example}"
+        )
+    return tuple(labels)
 
 
 def closed_answers(sql_type: str, template_text: str) -> tuple[str, ...]:

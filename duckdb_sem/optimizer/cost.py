@@ -102,7 +102,8 @@ def scan_key(alias: str) -> str:
 
 def operator_signature(call: SemCall) -> str:
     """A stable key for a semantic operator: kind, template, arguments, output type."""
-    payload = "\x1f".join([call.kind.value, call.template, *call.args, call.output_type or ""])
+    payload = "\x1f".join([call.kind.value, call.template, *call.args, call.output_type or "",
+                           *call.labels])  # fmt: skip
     return hashlib.sha256(payload.encode()).hexdigest()[:16]
 
 

@@ -62,6 +62,7 @@ class Evaluator(Protocol):
         output_type: str | None = None,
         query: Any,
         label: str = "",
+        labels: tuple[str, ...] = (),
     ) -> pa.Array: ...
 
 
@@ -261,7 +262,7 @@ class _Run:
     def _call(self, call: SemCall, args: Sequence[pa.Array], label: str) -> pa.Array:
         return self.engine.run_operator(
             call.kind, call.template, args, output_type=call.output_type, query=self.query,
-            label=label,
+            label=label, labels=call.labels,
         )  # fmt: skip
 
     def _note(self, path: Path, node: Node, **deltas: float) -> None:

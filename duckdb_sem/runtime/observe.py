@@ -35,10 +35,11 @@ class ObservingEvaluator:
         output_type: str | None = None,
         query: Any,
         label: str = "",
+        labels: tuple[str, ...] = (),
     ) -> pa.Array:
         before = query.stats() if query is not None else None
         out = self.engine.run_operator(
-            kind, template, args, output_type=output_type, query=query, label=label
+            kind, template, args, output_type=output_type, query=query, label=label, labels=labels
         )
         sig = self.signatures.get(label)
         if sig is None:

@@ -52,8 +52,10 @@ class SemEngine:
         output_type: str | None = None,
         query: QueryContext,
         label: str = "",
+        labels: tuple[str, ...] = (),
     ) -> pa.Array:
-        """Answer ``template`` (positional fields ``{0}``…) for every row of ``args``."""
+        """Answer ``template`` (positional fields ``{0}``…) for every row of ``args``;
+        ``labels`` (a ``sem_classify``): the answer is the best of them."""
         parsed = parse_template(template)
         if not parsed.is_positional:
             names = ", ".join("{" + f + "}" for f in parsed.fields if not f.isdigit())
@@ -81,7 +83,8 @@ class SemEngine:
                 requests.append(None)
                 continue
             rendered = parsed.render(values)  # type: ignore[arg-type]
-            requests.append(build_request(kind, rendered, output_type=output_type, template=parsed))
+            requests.append(build_request(kind, rendered, output_type=output_type, template=parsed,
+                                          labels=labels))  # fmt: skip
         answers = self.answer(requests, query=query, label=label)
         arrow_type = (
             pa.bool_()

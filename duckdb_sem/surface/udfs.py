@@ -12,6 +12,8 @@ function                                    returns
 ``sem_join(template, cols...)``             BOOLEAN
 ``sem_map(template, cols...)``              VARCHAR
 ``sem_map_<type>(template, cols...)``       that type (integer, double, boolean, list)
+``sem_classify(template, labels, cols...)``  VARCHAR: the best of ``labels`` (a list of
+                                            strings, at least two distinct), scored
 ``sem_agg(template, cols...)``              VARCHAR (aggregate)
 ==========================================  =======================================
 """
@@ -29,6 +31,7 @@ import pyarrow as pa
 
 from duckdb_sem.errors import SemError
 from duckdb_sem.llm.outputs import TypeSpec, parse_type
+from duckdb_sem.llm.prompts import check_labels
 from duckdb_sem.llm.request import OperatorKind
 from duckdb_sem.runtime.context import QueryContext
 from duckdb_sem.runtime.operators import SemEngine
@@ -96,6 +99,9 @@ class SemSession:
             aggregate = kind is OperatorKind.AGG
             udf = self._udf(f"__semudf_{op}", kind, return_type, None, list_of_lists=aggregate)
             self._macro(f"sem_{op}", udf, "list([{}])" if aggregate else "[{}]")
+        classify = self._classify_udf()
+        if classify is not None:
+            self._macro("sem_classify", classify, "[{}]", labels=True)
         for short, sql_type in PLAIN_TYPED_MAPS.items():
             spec = parse_type(sql_type)
             self.ensure_typed_map(spec)
@@ -148,12 +154,13 @@ class SemSession:
     def _ensure_defined(self, name: str) -> None:
         """Hook: a shared session creates macro ``name`` in the calling cursor if it lacks it."""
 
-    def _macro(self, name: str, target: str | None, wrap: str) -> None:
+    def _macro(self, name: str, target: str | None, wrap: str, *, labels: bool = False) -> None:
         if target is None:
             return
         overloads = []
+        lead = ["t", "l"] if labels else ["t"]  # sem_classify's labels come second
         for n in range(MAX_COLUMNS + 1):
-            params = ", ".join(["t", *(f"a{i}" for i in range(n))])
+            params = ", ".join([*lead, *(f"a{i}" for i in range(n))])
             values = ", ".join(f"a{i}::VARCHAR" for i in range(n))
             listed = (
                 wrap.format(values)
@@ -162,7 +169,7 @@ class SemSession:
                 if wrap == "[{}]"
                 else "[]::VARCHAR[][]"
             )
-            overloads.append(f"({params}) AS {target}(t, {listed})")
+            overloads.append(f"({params}) AS {target}({', '.join(lead)}, {listed})")
         self._define(name, f"CREATE OR REPLACE {self._temp}MACRO {name}" + ", ".join(overloads))
 
     def _udf(
@@ -193,6 +200,56 @@ class SemSession:
             side_effects=True,
         )
         return f"system.main.{full}"
+
+    def _classify_udf(self) -> str | None:
+        """Register ``sem_classify``'s UDF (template, labels, values) -> VARCHAR; its full name,
+        or None if already there."""
+        name = "__semudf_classify"
+        with self._lock:
+            if name in self._registered:
+                return None
+            self._registered.add(name)
+        full = name + self._suffix
+
+        def udf(templates: pa.Array, labels: pa.Array, values: pa.Array) -> pa.Array:
+            try:
+                return self._classify(templates, labels, values)
+            except SemError as err:
+                self.last_error = err
+                raise
+
+        self.con.create_function(
+            full,
+            udf,
+            ["VARCHAR", "VARCHAR[]", "VARCHAR[]"],
+            "VARCHAR",
+            type=duckdb.func.ARROW,
+            null_handling=duckdb.func.SPECIAL,
+            exception_handling=duckdb.PythonExceptionHandling.DEFAULT,
+            side_effects=True,
+        )
+        return f"system.main.{full}"
+
+    def _classify(self, templates: pa.Array, labels: pa.Array, values: pa.Array) -> pa.Array:
+        """One run per distinct (template, labels) in the batch (almost always one)."""
+        texts = _combined(templates).to_pylist()
+        label_lists = _combined(labels).to_pylist()
+        values = _combined(values)
+        groups: dict[tuple[str, tuple[str, ...]], list[int]] = {}
+        for i, (template, row_labels) in enumerate(zip(texts, label_lists, strict=True)):
+            if template is None:
+                continue
+            checked = check_labels(row_labels)
+            groups.setdefault((template, checked), []).append(i)
+        out: list[object] = [None] * len(texts)
+        for (template, checked), idx in groups.items():
+            part = values if len(idx) == len(texts) else values.take(pa.array(idx))
+            answers = self._run_one(
+                OperatorKind.MAP, "VARCHAR", "sem_classify", template, part, labels=checked
+            )
+            for i, value in zip(idx, answers.to_pylist(), strict=True):
+                out[i] = value
+        return pa.array(out, type=pa.string())
 
     def _make_udf(
         self, kind: OperatorKind, output_type: str | None, name: str
@@ -245,6 +302,8 @@ class SemSession:
         name: str,
         template: str,
         values: pa.Array,
+        *,
+        labels: tuple[str, ...] = (),
     ) -> pa.Array:
         rows = values.to_pylist()
         columns: list[pa.Array]
@@ -273,4 +332,9 @@ class SemSession:
             output_type=output_type,
             query=self.query,
             label=name,
+            labels=labels,
         )
+
+
+def _combined(array: pa.Array | pa.ChunkedArray) -> pa.Array:
+    return array.combine_chunks() if isinstance(array, pa.ChunkedArray) else array
