@@ -59,6 +59,7 @@ from duckdb_sem.llm.outputs import OutputParseError, TypeSpec, parse_type
 from duckdb_sem.llm.request import Completion, LLMRequest, Task
 
 __all__ = [
+    "CALIBRATION",
     "DEFAULT_MODEL_FILE",
     "OPTIONS",
     "LlamaBackend",
@@ -72,7 +73,7 @@ log = logging.getLogger(__name__)
 # is calibrated on an empty user turn; one with a template on the template with its fields
 # filled by each of ``llm.request.CONTENT_FREE_FILLERS``, averaged.
 _CONTENT_FREE = ""
-_CALIBRATION = "template-v1"  # how content-free rows are built; part of the backend id
+CALIBRATION = "template-v1"  # how content-free rows are built; part of the backend id
 _MAX_CALIBRATIONS = 256  # (prefix, template) pairs whose content-free scores are remembered
 
 
@@ -101,7 +102,7 @@ class LlamaBackend(Backend):
         self._abort_lock = threading.Lock()
         # (prefix, lead, few-shot?) -> tokens shared by all its rows
         self._shared: dict[tuple[str, str, bool], list[int]] = {}
-        self.answers = llama_answers(path, n_ctx=n_ctx, calibration=_CALIBRATION)
+        self.answers = llama_answers(path, n_ctx=n_ctx, calibration=CALIBRATION)
 
     def capacity(self) -> Capacity:
         return Capacity(max_batch=16, max_concurrent_batches=1)

@@ -14,7 +14,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from duckdb_sem.backends.llama import LlamaBackend
+from duckdb_sem.backends.llama import LlamaBackend, default_model_path
 from duckdb_sem.backends.registry import create_backend
 from duckdb_sem.data import dataset_path
 from duckdb_sem.errors import BackendUnavailableError
@@ -32,7 +32,7 @@ FILTER = parse_template("Is this movie review positive? {text}").positional()
 
 @pytest.fixture(scope="module")
 def backend() -> Iterator[LlamaBackend]:
-    made = create_backend("llama:?threads=2")
+    made = create_backend(f"llama:{default_model_path()}?threads=2")  # SmolLM2 alone
     assert isinstance(made, LlamaBackend)
     yield made
 
