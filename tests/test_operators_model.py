@@ -87,3 +87,12 @@ def test_rerun_makes_zero_llm_calls(con: duckdb_sem.SemConnection) -> None:
     first = con.sql(sql).fetchall()
     again = con.sql(sql).fetchall()
     assert first == again and con.stats().physical_calls == 0 and con.stats().cache_hits == 5
+
+
+def test_classify_returns_one_of_its_labels(con: duckdb_sem.SemConnection) -> None:
+    rows = con.sql(
+        "SELECT review_id, sem_classify('Which word best describes this review? {text}', "
+        "['enthusiastic', 'disappointed']) FROM reviews ORDER BY review_id LIMIT 3"
+    ).fetchall()
+    assert len(rows) == 3 and all(v in ("enthusiastic", "disappointed") for _, v in rows)
+    assert con.stats().null_outputs == 0
