@@ -24,6 +24,8 @@ variable                        default                     meaning
 ``DUCKDB_SEM_EMBED_BACKEND``    ``minilm:``                 embedding model spec (sem_sim_join, blocking)
 ``DUCKDB_SEM_APPROXIMATE``      ``off``                     allow approximate (lossy) plans: blocking
 ``DUCKDB_SEM_JOIN_RECALL``      ``0.95``                    recall target of a blocked sem_join
+``DUCKDB_SEM_RETRY_FAILURES``   ``0``                       ``1``: ask again for answers cached as failed
+                                                            (unparsable, NULL) instead of reusing them
 ==============================  ==========================  ==========================================
 
 Options passed to :func:`duckdb_sem.connect` override the environment. A ``DUCKDB_SEM_*``
@@ -74,6 +76,7 @@ ENV_VARS = {
     "DUCKDB_SEM_EMBED_BACKEND": "embedding model spec (default minilm:)",
     "DUCKDB_SEM_APPROXIMATE": "allow approximate plans, e.g. sem_join blocking (default off)",
     "DUCKDB_SEM_JOIN_RECALL": "recall target of a blocked sem_join (default 0.95)",
+    "DUCKDB_SEM_RETRY_FAILURES": "1: ask again for answers cached as failed (default 0: reuse them)",
     "DUCKDB_SEM_OPENAI_API_KEY": "API key of openai: backends (else OPENAI_API_KEY)",
     "DUCKDB_SEM_SIM_PROFILE": "duckdb-sem sim-server: the simulated GPU profile (default default)",
     "DUCKDB_SEM_SIM_LISTEN": "duckdb-sem sim-server: HOST:PORT to listen on",
@@ -203,6 +206,8 @@ class Settings:
     embed_backend: str = "minilm:"  # the embedding model (runtime.embeddings)
     approximate: bool = False  # lossy plans allowed (runtime.approximation)
     join_recall: float = 0.95  # recall target of a blocked sem_join
+    #: ask the backend again for answers the cache holds as failed (unparsable: NULL)
+    retry_failures: bool = False
 
     @staticmethod
     def from_env() -> Settings:
@@ -242,6 +247,7 @@ class Settings:
             embed_backend=env.get("DUCKDB_SEM_EMBED_BACKEND") or "minilm:",
             approximate=_bool_env("DUCKDB_SEM_APPROXIMATE"),
             join_recall=_float_env("DUCKDB_SEM_JOIN_RECALL", 0.95),
+            retry_failures=_bool_env("DUCKDB_SEM_RETRY_FAILURES"),
         )
         settings.validate()
         return settings
