@@ -158,7 +158,7 @@ def parse_bool(name: str, raw: str) -> bool:
         return True
     if text in {"off", "false", "0", "no", ""}:
         return False
-    raise ConfigError(f"{name} takes on or off (true/false), got {raw!r}")
+    raise ConfigError(f"{name}={raw!r} is not a switch; set it to on (1, true) or off (0, false)")
 
 
 def _bool_env(name: str) -> bool:

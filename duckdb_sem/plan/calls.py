@@ -24,7 +24,7 @@ from duckdb_sem.llm.template import parse_template
 from duckdb_sem.plan import nodes as n
 from duckdb_sem.plan.scope import Scope
 
-__all__ = ["MAPS", "SEMANTIC", "is_semantic", "literal_labels", "sem_call"]
+__all__ = ["MAPS", "SEMANTIC", "is_semantic", "label_argument", "literal_labels", "sem_call"]
 
 SEMANTIC = {"sem_filter": OperatorKind.FILTER, "sem_join": OperatorKind.JOIN,
             "sem_map": OperatorKind.MAP, "sem_agg": OperatorKind.AGG,
@@ -70,15 +70,26 @@ def sem_call(call: exp.Anonymous, scope: Scope, kind: OperatorKind | None = None
                      labels)  # fmt: skip
 
 
-def literal_labels(node: exp.Expression | None, where: str) -> tuple[str, ...]:
-    """The labels of ``sem_classify(template, ['a', 'b', ...], ...)``: a list of string
-    literals, checked (:func:`~duckdb_sem.llm.prompts.check_labels`)."""
-    if not isinstance(node, exp.Array) or not all(_is_string(e) for e in node.expressions):
-        raise BindError(
-            f"{where}: the second argument must be the labels as a list of strings, "
-            "e.g. sem_classify('{text} kind', ['game', 'science'])"
-        )
+def label_argument(node: exp.Expression | None) -> tuple[str, ...] | None:
+    """The labels of ``sem_classify(template, ['a', 'b', ...], ...)`` written as a list of
+    string literals, checked (:func:`~duckdb_sem.llm.prompts.check_labels`); None for a list
+    computed by an expression (checked when the query runs). Every road binds labels here."""
+    example = "e.g. sem_classify('{text} kind', ['game', 'science'])"
+    if node is None or isinstance(node, exp.Column | exp.Literal):
+        raise BindError(f"sem_classify: the second argument must be the list of labels, {example}")
+    if not isinstance(node, exp.Array):
+        return None
+    if not all(_is_string(e) for e in node.expressions):
+        raise BindError(f"sem_classify: every label must be a string literal, {example}")
     return check_labels([e.this for e in node.expressions], where="sem_classify")
+
+
+def literal_labels(node: exp.Expression | None, where: str) -> tuple[str, ...]:
+    """:func:`label_argument` for the planner: a computed list takes the UDF path."""
+    labels = label_argument(node)
+    if labels is None:
+        raise PlanError(f"{where}: labels computed by an expression are read when the query runs")
+    return labels
 
 
 def _is_string(node: exp.Expression) -> bool:

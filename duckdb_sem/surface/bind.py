@@ -26,8 +26,8 @@ from sqlglot import exp
 from duckdb_sem.errors import BindError, TemplateError
 from duckdb_sem.llm.call_options import split_options
 from duckdb_sem.llm.outputs import TypeSpec, parse_type
-from duckdb_sem.llm.prompts import check_labels
 from duckdb_sem.llm.template import Template, parse_template
+from duckdb_sem.plan.calls import label_argument
 from duckdb_sem.plan.fields import Name, resolve
 
 __all__ = [
@@ -160,15 +160,10 @@ def _is_string(node: exp.Expression) -> bool:
 
 
 def _classify_labels(node: exp.Expression | None) -> exp.Expression:
-    """A ``sem_classify``'s labels argument, checked when it is written as a list literal (a
-    computed list is checked when the query runs)."""
-    example = "e.g. sem_classify('{text} kind', ['game', 'science'])"
-    if node is None or _is_string(node) or isinstance(node, exp.Column | exp.Literal):
-        raise BindError(f"sem_classify: the second argument must be the list of labels, {example}")
-    if isinstance(node, exp.Array):
-        if not all(_is_string(e) for e in node.expressions):
-            raise BindError(f"sem_classify: every label must be a string literal, {example}")
-        check_labels([e.this for e in node.expressions])
+    """A ``sem_classify``'s labels argument, checked by the planner's rule when it is a list
+    literal (a computed list is checked when the query runs)."""
+    label_argument(node)
+    assert node is not None
     return node
 
 
