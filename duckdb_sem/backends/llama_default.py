@@ -32,7 +32,9 @@ from duckdb_sem.backends.llama_model import (
     default_threads,
     gemma_model_path,
 )
+from duckdb_sem.backends.llama_rates import RateMeter
 from duckdb_sem.backends.registry import BackendSpec
+from duckdb_sem.backends.throughput import Throughput
 from duckdb_sem.errors import ConfigError
 from duckdb_sem.llm.request import Completion, LLMRequest, OperatorKind, Task
 
@@ -103,6 +105,13 @@ class DefaultLlamaBackend(Backend):
 
     def count_tokens(self, text: str) -> int:
         return self.model_for("generate").count_tokens(text)
+
+    def throughput(self) -> Throughput:
+        """The filter model's rates (it answers decisions, the bulk of the work), measured on
+        what it answered in this process once loaded, else the documented reference."""
+        with self._lock:
+            model = self._loaded.get(ROUTES["filter"])
+        return model.throughput() if model is not None else RateMeter().throughput(self.threads)
 
     def complete(self, requests: Sequence[LLMRequest]) -> list[Completion]:
         out: dict[int, Completion] = {}

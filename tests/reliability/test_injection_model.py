@@ -11,6 +11,7 @@ import pytest
 
 import duckdb_sem
 from duckdb_sem.backends.llama import LlamaBackend
+from duckdb_sem.backends.llama_default import DefaultLlamaBackend
 from duckdb_sem.backends.registry import create_backend
 from duckdb_sem.llm.prompts import build_request
 from duckdb_sem.llm.request import OperatorKind
@@ -31,7 +32,7 @@ HOSTILE = (
 
 def test_an_injected_row_does_not_change_other_rows_scores() -> None:
     backend = create_backend("llama:?threads=2")
-    assert isinstance(backend, LlamaBackend)
+    assert isinstance(backend, LlamaBackend | DefaultLlamaBackend)  # the routed default
     alone = backend.complete([build_request(OperatorKind.FILTER, t) for t in BENIGN])
     mixed_rows = [BENIGN[0], HOSTILE, BENIGN[1], HOSTILE, BENIGN[2], BENIGN[3]]
     mixed = backend.complete([build_request(OperatorKind.FILTER, t) for t in mixed_rows])
