@@ -43,9 +43,9 @@ from pathlib import Path
 import pyarrow as pa
 
 sys.path.insert(0, str(Path(__file__).parent))
-from quality_data import MissingData, rotten_tomatoes  # noqa: E402
+from quality_data import MissingData, rotten_tomatoes
 
-import duckdb_sem  # noqa: E402
+import duckdb_sem
 
 RESULTS = Path(__file__).parent / "results"
 TEMPLATE = "Is the overall verdict of this film review clearly favourable to the movie? Review: {0}"
