@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import argparse
 import csv
+import dataclasses
 import random
 import sys
 import tempfile
@@ -69,7 +70,9 @@ class Run:
 
 def load(rows: int, seed: int) -> tuple[list[str], list[bool]]:
     reviews, _ = rotten_tomatoes()
-    picked = random.Random(seed).sample(reviews, rows)
+    order = list(reviews)
+    random.Random(seed).shuffle(order)  # a prefix of one order: smaller runs share the cache
+    picked = order[:rows]
     return [r.text.replace("'", "’") for r in picked], [r.fresh for r in picked]
 
 
@@ -83,8 +86,10 @@ def labels_file(texts: list[str], labels: list[bool], path: Path) -> str:
     return f"labels={path}&positive=yes"
 
 
-def run(name: str, texts: list[str], **options: object) -> Run:
+def run(name: str, texts: list[str], *, filter_sample: int, **options: object) -> Run:
     con = duckdb_sem.connect(**options)  # type: ignore[arg-type]
+    # the rows the target labels before the first SEU (a filter needs 4x as many rows)
+    con.approximation = dataclasses.replace(con.approximation, filter_sample=filter_sample)
     con.register("reviews_arrow", pa.table({"id": range(len(texts)), "text": texts}))
     con.execute("CREATE TABLE reviews AS SELECT * FROM reviews_arrow")
     started = time.perf_counter()
@@ -113,6 +118,13 @@ def main() -> None:
     parser.add_argument("--precision", type=float, default=0.9)
     parser.add_argument("--recall", type=float, default=0.9)
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument(
+        "--filter-sample",
+        type=int,
+        default=100,
+        help="rows the target labels first (a cascade needs 4x as many rows)",
+    )
+    parser.add_argument("--cache", type=Path, help="cache file (default: a fresh one)")
     parser.add_argument("--out", type=Path, default=RESULTS / "cascade.md")
     args = parser.parse_args()
     try:
@@ -127,7 +139,9 @@ def main() -> None:
         noisy = [f if rng.random() >= args.sim_flip else not f for f in fresh]
         helper = "sim:default?" + labels_file(texts, noisy, work / "helper.csv")
         embed = "sim-embed:"
-    common = dict(backend=backend, cache=str(work / "cache.sqlite"), embed_backend=embed)
+    cache = args.cache or work / "cache.sqlite"
+    common = dict(backend=backend, cache=str(cache), embed_backend=embed,
+                  filter_sample=args.filter_sample)  # fmt: skip
     reference = run("target only", texts, **common)
     cascade = run("cascade", texts, approximate=True, filter_precision=args.precision,
                   filter_recall=args.recall, filter_helper=helper, **common)  # fmt: skip
