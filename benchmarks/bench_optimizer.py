@@ -39,7 +39,7 @@ def query(n_ops: int, joins: int, seed: int = 0) -> Node:
     node: Node = Scan("t0", "t0", ("id", "k", "text"))
     for i in range(1, joins + 1):
         keys = frozenset({f"t{i - 1}.k", f"t{i}.id"})
-        cond = Predicate(f'"t{i - 1}.k" = "t{i}.id"', keys)
+        cond = Predicate.parse(f'"t{i - 1}.k" = "t{i}.id"', keys)
         node = Join(node, Scan(f"t{i}", f"t{i}", ("id", "k", "text")), cond)
     maps: list[str] = []
     for j in range(n_ops):
@@ -52,7 +52,7 @@ def query(n_ops: int, joins: int, seed: int = 0) -> Node:
         else:
             words = " ".join(["w"] * rng.randint(1, 30))
             node = SemFilter(node, SemCall(f"{{0}} {words} f{j}", (table,)))
-    return Project(node, (ProjectItem(quote("t0.id"), "id", frozenset({"t0.id"})),))
+    return Project(node, (ProjectItem.parse(quote("t0.id"), "id", frozenset({"t0.id"})),))
 
 
 def timed(fn: object, repeat: int) -> float:

@@ -14,7 +14,7 @@ cache.
 from __future__ import annotations
 
 import threading
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
@@ -39,10 +39,13 @@ from duckdb_sem.errors import (
     SidecarError,
     TemplateError,
     UnknownColumnError,
+    UnknownModelError,
 )
+from duckdb_sem.runtime.budget import Budget
 from duckdb_sem.runtime.context import QueryStats
 from duckdb_sem.runtime.embeddings import Embeddings
 from duckdb_sem.runtime.operators import SemEngine
+from duckdb_sem.scheduler.models import Models, refuse_on_sidecar
 from duckdb_sem.scheduler.shared import scheduler_for
 from duckdb_sem.surface.udfs import SemSession
 
@@ -67,6 +70,7 @@ __all__ = [
     "SidecarError",
     "TemplateError",
     "UnknownColumnError",
+    "UnknownModelError",
     "connect",
     "default_connection",
     "install",
@@ -97,24 +101,41 @@ def install(
     cache: str | None = None,
     scheduler: str | None = None,
     batch_size: int | None = None,
+    max_llm_calls: int | None = None,
+    max_prompt_tokens: int | None = None,
+    models: Mapping[str, str | Backend] | None = None,
     embed_backend: str | Backend | None = None,
 ) -> SemSession:
     """Register ``sem_filter``, ``sem_map``, ``sem_join``, ``sem_agg`` (explicit form) in ``con``.
 
     ``backend`` is a spec string (default ``DUCKDB_SEM_BACKEND`` or ``llama:``) or a Backend;
-    ``cache`` a file path or ``'off'``; ``scheduler`` a sidecar URL; ``embed_backend`` the
-    embedding model's spec (default ``DUCKDB_SEM_EMBED_BACKEND`` or ``minilm:``, loaded on first
-    use: ``sem_embed``, ``sem_sim_join``, ``sem_search``, blocking). Returns the session, whose
-    ``query.stats()`` holds the LLM usage since the last ``session.new_query()``.
+    ``cache`` a file path or ``'off'``; ``scheduler`` a sidecar URL; ``models`` named models
+    (name -> spec string or Backend, over ``DUCKDB_SEM_MODELS``) that a call picks with
+    ``model := 'name'``; ``embed_backend`` the embedding model's spec (default
+    ``DUCKDB_SEM_EMBED_BACKEND`` or ``minilm:``, loaded on first use: ``sem_sim_join``,
+    ``sem_search``, blocking). Returns the session, whose ``query.stats()`` holds the LLM usage
+    since the last ``session.new_query()``. ``max_llm_calls`` / ``max_prompt_tokens`` bound
+    the backend work of each query (from one ``session.new_query()`` to the next), as in
+    :func:`connect`.
     """
     settings = _settings(backend, cache, scheduler, batch_size).with_overrides(
-        embed_backend=embed_backend if isinstance(embed_backend, str) else None
-    )
+        max_llm_calls=max_llm_calls, max_prompt_tokens=max_prompt_tokens,
+        embed_backend=embed_backend if isinstance(embed_backend, str) else None,
+    )  # fmt: skip
+    for name, _ in [*settings.models, *(models or {}).items()]:
+        refuse_on_sidecar(settings, name)  # before the sidecar is even asked
     client = scheduler_for(settings, backend if isinstance(backend, Backend) else None)
+    try:
+        named = Models.configured(client, settings, models)
+    except BaseException:
+        client.close()
+        raise
+    budget = Budget(settings.max_llm_calls, settings.max_prompt_tokens)
     embedder = embed_backend if isinstance(embed_backend, Backend) else None
     embeddings = Embeddings(settings, backend=embedder)
-    engine = SemEngine(client, batch_size=settings.batch_size, embeddings=embeddings)
-    session = SemSession(con, engine)
+    engine = SemEngine(client, batch_size=settings.batch_size, models=named,
+                       embeddings=embeddings)  # fmt: skip
+    session = SemSession(con, engine, budget=budget)
     session.install()
     return session
 
@@ -131,6 +152,9 @@ def connect(
     optimize: bool = True,
     max_llm_calls: int | None = None,
     max_prompt_tokens: int | None = None,
+    price_per_mtok_in: float | None = None,
+    price_per_mtok_out: float | None = None,
+    models: Mapping[str, str | Backend] | None = None,
     embed_backend: str | Backend | None = None,
     approximate: bool | None = None,
     join_recall: float | None = None,
@@ -144,6 +168,10 @@ def connect(
     plan; others, and all with ``optimize=False``, run through the UDFs as written.
     ``max_llm_calls`` / ``max_prompt_tokens`` bound each query's backend work (it fails before
     passing them; see ``duckdb_sem.runtime.budget``), over ``DUCKDB_SEM_MAX_LLM_CALLS`` and ``DUCKDB_SEM_MAX_PROMPT_TOKENS``.
+    ``price_per_mtok_in`` / ``price_per_mtok_out`` (USD per million prompt / completion tokens,
+    over ``DUCKDB_SEM_PRICE_IN`` / ``DUCKDB_SEM_PRICE_OUT``) add money to ``EXPLAIN SEMANTIC``.
+    ``models={"fast": "llama:", "big": "openai:http://host/v1?model=m"}`` names models for
+    ``sem_filter('{text} ...', model := 'fast')``; ``CREATE MODEL`` adds more.
     ``approximate=True`` allows lossy plans (a ``sem_join`` blocked by embedding similarity,
     learned per query to reach ``join_recall``, default 0.95; see
     ``duckdb_sem.runtime.approximation``); ``SET duckdb_sem.approximate = on`` per session.
@@ -152,15 +180,22 @@ def connect(
     reach ``filter_precision`` and ``filter_recall`` (0.9 each) of the target's own answers
     (``duckdb_sem.runtime.cascade``).
     """
-    settings = _settings(backend, cache, scheduler, batch_size).with_overrides(
-        max_llm_calls=max_llm_calls, max_prompt_tokens=max_prompt_tokens,
-        embed_backend=embed_backend if isinstance(embed_backend, str) else None,
-        approximate=approximate, join_recall=join_recall, filter_precision=filter_precision,
-        filter_recall=filter_recall, filter_helper=filter_helper,
-    )  # fmt: skip
     con = duckdb.connect(database, read_only=read_only, config=config or {})
-    session = install(con, backend=backend, cache=cache, scheduler=scheduler,
-                      batch_size=batch_size, embed_backend=embed_backend)  # fmt: skip
+    settings = _settings(backend, cache, scheduler, batch_size).with_overrides(
+        max_llm_calls=max_llm_calls,
+        max_prompt_tokens=max_prompt_tokens,
+        price_per_mtok_in=price_per_mtok_in,
+        price_per_mtok_out=price_per_mtok_out,
+        embed_backend=embed_backend if isinstance(embed_backend, str) else None,
+        approximate=approximate,
+        join_recall=join_recall,
+        filter_precision=filter_precision,
+        filter_recall=filter_recall,
+        filter_helper=filter_helper,
+    )
+    session = install(con, backend=backend, cache=cache, scheduler=scheduler, batch_size=batch_size,
+                      max_llm_calls=max_llm_calls, max_prompt_tokens=max_prompt_tokens,
+                      models=models, embed_backend=embed_backend)  # fmt: skip
     return SemConnection(con, session, settings, optimize=optimize)
 
 

@@ -17,6 +17,10 @@ variable                        default                     meaning
 ``DUCKDB_SEM_AGING_RATE``       ``100``                     srtf/joint aging: cost units per second waited
 ``DUCKDB_SEM_MAX_LLM_CALLS``    (no limit)                  per query: most backend calls before it fails
 ``DUCKDB_SEM_MAX_PROMPT_TOKENS``  (no limit)                per query: most prompt tokens before it fails
+``DUCKDB_SEM_PRICE_IN``         (none)                      USD per million prompt tokens (EXPLAIN money)
+``DUCKDB_SEM_PRICE_OUT``        (none)                      USD per million completion tokens
+``DUCKDB_SEM_MODELS``           (none)                      named models, ``name=spec;name=spec``
+                                                            (``model := 'name'``; docs/backends.md)
 ``DUCKDB_SEM_EMBED_BACKEND``    ``minilm:``                 embedding model spec (sem_sim_join, blocking)
 ``DUCKDB_SEM_APPROXIMATE``      ``off``                     allow approximate (lossy) plans: blocking
 ``DUCKDB_SEM_JOIN_RECALL``      ``0.95``                    recall target of a blocked sem_join
@@ -49,6 +53,7 @@ __all__ = [
     "default_cache_path",
     "parse_bool",
     "parse_cache",
+    "parse_models",
 ]
 
 ENV_PREFIX = "DUCKDB_SEM_"
@@ -66,6 +71,9 @@ ENV_VARS = {
     "DUCKDB_SEM_AGING_RATE": "srtf/joint aging rate, cost units per second waited (default 100)",
     "DUCKDB_SEM_MAX_LLM_CALLS": "per query: most backend LLM calls before it fails (default none)",
     "DUCKDB_SEM_MAX_PROMPT_TOKENS": "per query: most prompt tokens sent before it fails (default none)",
+    "DUCKDB_SEM_PRICE_IN": "USD per million prompt tokens, for EXPLAIN SEMANTIC (default none)",
+    "DUCKDB_SEM_PRICE_OUT": "USD per million completion tokens, for EXPLAIN SEMANTIC (default none)",
+    "DUCKDB_SEM_MODELS": "named models for model := 'name', as name=spec;name=spec (default none)",
     "DUCKDB_SEM_EMBED_BACKEND": "embedding model spec (default minilm:)",
     "DUCKDB_SEM_APPROXIMATE": "allow approximate plans, e.g. sem_join blocking (default off)",
     "DUCKDB_SEM_JOIN_RECALL": "recall target of a blocked sem_join (default 0.95)",
@@ -116,6 +124,36 @@ def _limit_env(name: str) -> int | None:
     return value
 
 
+def _price_env(name: str) -> float | None:
+    raw = os.environ.get(name, "").strip()
+    if not raw:
+        return None
+    try:
+        value = float(raw)
+    except ValueError:
+        raise ConfigError(
+            f"{name}={raw!r} is not a number; set it to the backend's price in USD per million "
+            "tokens, e.g. 0.15"
+        ) from None
+    return value
+
+
+def parse_models(raw: str) -> tuple[tuple[str, str], ...]:
+    """``name=spec;name=spec`` (``DUCKDB_SEM_MODELS``) as (name, spec) pairs."""
+    out: list[tuple[str, str]] = []
+    for part in raw.split(";"):
+        if not part.strip():
+            continue
+        name, sep, spec = part.partition("=")
+        if not sep or not name.strip() or not spec.strip():
+            raise ConfigError(
+                f"DUCKDB_SEM_MODELS: {part.strip()!r} is not name=spec; write e.g. "
+                "fast=llama:;big=openai:http://127.0.0.1:8000/v1?model=m"
+            )
+        out.append((name.strip(), spec.strip()))
+    return tuple(out)
+
+
 def parse_bool(name: str, raw: str) -> bool:
     """``on/true/1/yes`` or ``off/false/0/no`` (any case); anything else is an error."""
     text = raw.strip().strip("'").lower()
@@ -164,6 +202,10 @@ class Settings:
     aging_rate: float | None = None  # None: the policy's default
     max_llm_calls: int | None = None  # per query (runtime.budget); None: no limit
     max_prompt_tokens: int | None = None
+    # USD per million tokens, for EXPLAIN SEMANTIC's money line; None: no price configured
+    price_per_mtok_in: float | None = None
+    price_per_mtok_out: float | None = None
+    models: tuple[tuple[str, str], ...] = ()  # named models: (name, backend spec)
     embed_backend: str = "minilm:"  # the embedding model (runtime.embeddings)
     approximate: bool = False  # lossy plans allowed (runtime.approximation)
     join_recall: float = 0.95  # recall target of a blocked sem_join
@@ -203,6 +245,9 @@ class Settings:
             aging_rate=aging,
             max_llm_calls=_limit_env("DUCKDB_SEM_MAX_LLM_CALLS"),
             max_prompt_tokens=_limit_env("DUCKDB_SEM_MAX_PROMPT_TOKENS"),
+            price_per_mtok_in=_price_env("DUCKDB_SEM_PRICE_IN"),
+            price_per_mtok_out=_price_env("DUCKDB_SEM_PRICE_OUT"),
+            models=parse_models(env.get("DUCKDB_SEM_MODELS", "")),
             embed_backend=env.get("DUCKDB_SEM_EMBED_BACKEND") or "minilm:",
             approximate=_bool_env("DUCKDB_SEM_APPROXIMATE"),
             join_recall=_float_env("DUCKDB_SEM_JOIN_RECALL", 0.95),
@@ -232,3 +277,9 @@ class Settings:
             )
         if self.aging_rate is not None and self.aging_rate < 0:
             raise ConfigError(f"aging rate must be >= 0, got {self.aging_rate}")
+        for name in ("price_per_mtok_in", "price_per_mtok_out"):
+            price = getattr(self, name)
+            if price is not None and (price < 0 or price != price):
+                raise ConfigError(
+                    f"{name} must be a price >= 0 in USD per million tokens, got {price}"
+                )

@@ -1,8 +1,9 @@
 """``SemConnection``: a DuckDB connection that understands semantic SQL.
 
 It is used like ``duckdb.DuckDBPyConnection`` (``sql``, ``execute``, ``fetchall``, ``arrow``,
-``df``; anything else is passed through), and adds ``stats()``, ``explain_semantic()`` and an
-``interrupt()`` that also stops the query's queued LLM work. Before DuckDB sees a statement with
+``df``; anything else is passed through), and adds ``stats()``, ``explain_semantic()``, the
+named ``models`` (``CREATE MODEL``, ``DROP MODEL``, ``SHOW MODELS``) and an ``interrupt()``
+that also stops the query's queued LLM work. Before DuckDB sees a statement with
 a semantic call, ``{column}`` templates are bound (errors here cost no LLM call); DuckDB then runs
 it, calling the ``sem_*`` UDFs batch by batch.
 """
@@ -15,6 +16,7 @@ import re
 import warnings
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import duckdb
@@ -23,6 +25,7 @@ import pyarrow as pa
 from duckdb_sem.config import Settings
 from duckdb_sem.errors import ConfigError, PlanError, QueryCancelledError
 from duckdb_sem.explain import explain_semantic
+from duckdb_sem.llm.call_options import models_named
 from duckdb_sem.relation import SemRelation
 from duckdb_sem.runtime.approximation import SETTINGS as APPROXIMATION_SETTINGS
 from duckdb_sem.runtime.approximation import approximation_of
@@ -33,9 +36,12 @@ from duckdb_sem.runtime.embeddings import Embeddings
 from duckdb_sem.runtime.entry import options_from_settings, run_query, written_plan
 from duckdb_sem.runtime.operators import SemEngine
 from duckdb_sem.runtime.progress import QueryProgress, RuntimeOptions
-from duckdb_sem.sources import SourceRegistry
-from duckdb_sem.surface.bind import BoundQuery, bind_sql
-from duckdb_sem.surface.params import inline_params
+from duckdb_sem.scheduler.models import Models
+from duckdb_sem.sources import SourceRegistry, Statement
+from duckdb_sem.surface.aliases import normalize_aliases
+from duckdb_sem.surface.bind import bind_sql, has_semantic_call
+from duckdb_sem.surface.model_statements import ModelStatement, parse_model_statement
+from duckdb_sem.surface.params import inline_into, number_placeholders
 from duckdb_sem.surface.udfs import SemSession
 
 __all__ = ["SemConnection", "SemRelation"]
@@ -48,6 +54,22 @@ _SETTING = re.compile(
     re.IGNORECASE,
 )
 _EXPLAIN = re.compile(r"^\s*EXPLAIN\s+(ANALYZE\s+)?SEMANTIC\s+(VERBOSE\s+)?", re.IGNORECASE)
+
+
+@dataclass(frozen=True, slots=True)
+class Route:
+    """Which road a statement takes: ``planned`` (the SQL whose plan is remembered) or the
+    UDF path with ``sql`` (bound: every template in the explicit form) run by DuckDB."""
+
+    sql: str
+    planned: str | None = None
+    why: str = ""  # why it is not planned
+
+
+def _numbered(sql: str, params: Sequence[Any] | None) -> str:
+    """``?`` placeholders written ``$1``, ``$2``... (same meaning for DuckDB), so parameters
+    can be inlined by number into the one AST of the statement."""
+    return number_placeholders(sql) if params and has_semantic_call(sql) else sql
 
 
 class SemConnection:
@@ -80,24 +102,26 @@ class SemConnection:
     # -- DuckDB-compatible surface --------------------------------------------------------
     def sql(self, query: str, *, params: Sequence[Any] | None = None) -> SemRelation:
         """Like ``DuckDBPyConnection.sql``: a lazy relation; LLM work happens when fetched."""
+        query = normalize_aliases(query)
         explained = self._maybe_explain(query)
         if explained is not None:
             return SemRelation(self._con.sql("SELECT unnest($1) AS plan", params=[explained]), self)
         setting = self._maybe_setting(query)
         if setting is not None:
             return SemRelation(self._con.sql(setting), self)
-        statement = self._sources.open(query)
-        query = statement.sql
-        bound = self._prepare(query)
-        planned = self._plannable(query, bound, params)
-        if planned is not None:
+        model = parse_model_statement(query)
+        if model is not None:
+            return SemRelation(self._con.sql(self.model_statement(model)), self)
+        statement = self._sources.open(_numbered(query, params))
+        route = self._route(statement, params)
+        if route.planned is not None:
             # Nothing runs yet: each fetch runs the plan on the SEU loop (a LIMIT stops it).
-            return SemRelation(None, self, planned=planned, keep=statement)
-        self._plans.clear()
-        rel = self._translating(self._con.sql)(bound.sql, params=params)
+            return SemRelation(None, self, planned=route.planned, keep=statement)
+        rel = self._translating(self._con.sql)(route.sql, params=params)
         return SemRelation(rel, self, keep=statement)
 
     def execute(self, query: str, parameters: Sequence[Any] | None = None) -> SemConnection:
+        query = normalize_aliases(query)
         explained = self._maybe_explain(query)
         if explained is not None:
             self._con.execute("SELECT unnest($1) AS plan", [explained])
@@ -106,14 +130,15 @@ class SemConnection:
         if setting is not None:
             self._con.execute(setting)
             return self
-        query = self._sources.open(query, pin=True).sql
-        bound = self._prepare(query)
-        planned = self._plannable(query, bound, parameters)
-        if planned is not None:
-            self._show(self._stream_planned(planned))
+        model = parse_model_statement(query)
+        if model is not None:
+            self._con.execute(self.model_statement(model))
             return self
-        self._plans.clear()
-        self._translating(self._con.execute)(bound.sql, parameters)
+        route = self._route(self._sources.open(_numbered(query, parameters), pin=True), parameters)
+        if route.planned is not None:
+            self._show(self._stream_planned(route.planned))
+            return self
+        self._translating(self._con.execute)(route.sql, parameters)
         return self
 
     def fetchall(self) -> list[tuple[Any, ...]]:
@@ -176,8 +201,9 @@ class SemConnection:
         raw = self._con.cursor()
         client = self.session.engine.client
         share = getattr(client, "share", None)  # a handle of its own, released by its close()
-        engine = SemEngine(share() if share is not None else client,
-                           batch_size=self.session.engine.batch_size,
+        own = share() if share is not None else client
+        engine = SemEngine(own, batch_size=self.session.engine.batch_size,
+                           models=self.models.share(own),
                            embeddings=self._embeddings())  # fmt: skip
         session = SemSession(raw, engine)
         session.install()
@@ -206,6 +232,34 @@ class SemConnection:
         return call
 
     # -- duckdb-sem additions ---------------------------------------------------------------
+    @property
+    def models(self) -> Models:
+        """The named models calls choose with ``model :=`` (``default``: this connection's
+        backend); ``models.register(name, spec)`` is ``CREATE MODEL name USING 'spec'``."""
+        return self.session.engine.models
+
+    def model_statement(self, statement: ModelStatement) -> str:
+        """Apply a ``CREATE``/``DROP``/``SHOW MODELS`` statement; the SQL that answers it."""
+        if statement.verb == "show":
+            return self.models_sql()
+        if statement.verb == "drop":
+            self.models.drop(statement.name, missing_ok=statement.if_exists)
+        elif not (statement.if_exists and statement.name.lower() in self.models.names()):
+            self.models.register(statement.name, statement.spec,
+                                 replace_existing=statement.replace)  # fmt: skip
+        return "SELECT 1 WHERE false"
+
+    def models_sql(self) -> str:
+        """The SQL of ``SHOW MODELS``: one row per model (name, spec, backend_id)."""
+
+        def lit(text: str) -> str:
+            return "'" + text.replace("'", "''") + "'"
+
+        rows = ", ".join(
+            f"({lit(m.name)}, {lit(m.spec)}, {lit(m.backend_id)})" for m in self.models.info()
+        )
+        return f"SELECT * FROM (VALUES {rows}) AS models(name, spec, backend_id)"
+
     def stats(self) -> QueryStats:
         """LLM usage of the last query: virtual and physical calls and tokens, cache hits."""
         return self.session.query.stats()
@@ -220,12 +274,12 @@ class SemConnection:
 
     def explain_semantic(self, query: str, *, analyze: bool = False, verbose: bool = False) -> str:
         """``EXPLAIN [ANALYZE] SEMANTIC query`` as text (see :mod:`duckdb_sem.explain`)."""
-        return explain_semantic(self, query, analyze=analyze, verbose=verbose)
+        return explain_semantic(self, normalize_aliases(query), analyze=analyze, verbose=verbose)
 
     def interrupt(self) -> None:
         """Cancel the running query: its queued LLM work is dropped, DuckDB is interrupted."""
         self.session.query.cancelled.set()
-        self.session.engine.client.cancel(self.session.query.query_id)
+        self.session.engine.cancel(self.session.query.query_id)
         self._con.interrupt()
 
     def close(self) -> None:
@@ -243,37 +297,50 @@ class SemConnection:
     def _describe(self, sql: str) -> list[str]:
         return [d[0] for d in self._con.execute(sql).description or []]
 
-    def _prepare(self, query: str) -> BoundQuery:
-        bound = bind_sql(query, self._describe)
+    def _route(
+        self, statement: Statement, params: Sequence[Any] | None, *, plan: bool = True
+    ) -> Route:
+        """The one front end: parse a semantic statement once, then plan it (nothing runs:
+        the plan is only built) or, for a shape the optimizer does not plan, bind it for the
+        UDF path, where DuckDB runs the ``sem_*`` functions as written through the same
+        engine (renderer, cache, scheduler). Non-semantic SQL goes to DuckDB untouched."""
+        self.session.new_query(on_progress=self.on_progress, budget=self.budget)
+        sql = statement.sql
+        if not has_semantic_call(sql):
+            self._plans.clear()  # it may be DDL that changes what a remembered plan reads
+            return Route(sql, why="it has no semantic call: DuckDB runs it alone")
+        tree = statement.tree()
+        for name in models_named(tree):  # an unknown model fails here, before any LLM call
+            self.models.check(name)
+        why = "the connection does not optimize (optimize=False)"
+        if plan and self.optimize:
+            planned, why = self._plan(sql, tree, params)
+            if planned is not None:
+                return Route(sql, planned=planned)
+        self._plans.clear()
+        bound = bind_sql(sql, self._describe, tree=tree)
         for spec in bound.typed_maps:
             self.session.ensure_typed_map(spec)
-        self.session.new_query(on_progress=self.on_progress, budget=self.budget)
-        return bound
+        return Route(bound.sql, why=why)
 
-    def _plannable(self, query: str, bound: BoundQuery, params: Sequence[Any] | None) -> str | None:
-        """The SQL the optimizer will plan for ``query`` (parameters inlined), or None.
-
-        Shapes the optimizer does not plan (``PlanError``: outer joins, CTEs, subqueries other
-        than simple derived tables in FROM/JOIN, DDL, ...) run on the UDF path, exactly as
-        written, through the same engine (renderer, cache, scheduler). Simple derived tables
-        (``(SELECT cols [, sem_map(...) AS x] FROM one_table [WHERE ...]) AS alias``) are
-        planned: see docs/optimizer.md. Nothing runs here: the plan is only built.
-        """
-        if not (self.optimize and bound.semantic):
-            return None
-        sql: str | None = query
+    def _plan(self, sql: str, tree: Any, params: Sequence[Any] | None) -> tuple[str | None, str]:
+        """(the SQL of the planned statement, parameters inlined, once its written plan is
+        built and remembered; or None and why the UDF path runs it). Planned shapes:
+        docs/optimizer.md (simple derived tables included); ``PlanError`` (outer joins, CTEs,
+        other subqueries, DDL, ...) means the UDF path."""
         if params:
-            sql = inline_params(query, params)
-            if sql is None:
-                log.debug("UDF path for this query: its parameters cannot be inlined")
-                return None
-        assert sql is not None
+            tree = inline_into(tree, params)
+            if tree is None:
+                why = "its parameters cannot be written as literals"
+                log.debug("UDF path for this query: %s", why)
+                return None, why
+            sql = tree.sql(dialect="duckdb", normalize_functions=False)
         try:
-            self._remember_plan(sql, written_plan(self, sql))
+            self._remember_plan(sql, written_plan(self, tree))
         except PlanError as err:
             log.debug("UDF path for this query: %s", err)
-            return None
-        return sql
+            return None, str(err)
+        return sql, ""
 
     def _remember_plan(self, sql: str, plan: Any) -> None:
         """Keep the written plan of a statement that will be fetched (a few, newest last)."""

@@ -12,7 +12,8 @@ Postgres boundary (the wire server).
     │   ├── TemplateError           empty template, unbalanced braces, bad placeholder
     │   ├── UnknownColumnError      {col} names no column in scope
     │   ├── AmbiguousColumnError    {col} matches columns of several tables
-    │   └── OutputTypeError         sem_map type string that is not supported
+    │   ├── OutputTypeError         sem_map type string that is not supported
+    │   └── UnknownModelError       model := names no model registered on the connection
     ├── PlanError                   the optimizer cannot plan this query shape
     ├── BackendError                an LLM backend failed
     │   ├── BackendUnavailableError cannot reach or load the backend
@@ -50,6 +51,7 @@ __all__ = [
     "TemplateError",
     "TransactionStateError",
     "UnknownColumnError",
+    "UnknownModelError",
     "WireError",
 ]
 
@@ -81,6 +83,10 @@ class AmbiguousColumnError(BindError):
 
 
 class OutputTypeError(BindError):
+    sqlstate = "42704"  # undefined_object
+
+
+class UnknownModelError(BindError):
     sqlstate = "42704"  # undefined_object
 
 

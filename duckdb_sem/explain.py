@@ -10,11 +10,15 @@ operator shows what it did, followed by the estimator's report.
 A statement the optimizer does not plan (a CTE, an outer join, DDL, ...) runs through DuckDB
 with the ``sem_*`` functions where they are written; EXPLAIN then says so, why, and shows
 DuckDB's own plan of the statement it will run.
+
+A call on a named model shows it in its operator's label (``model := 'fast'``), and a
+``models:`` line says which backend each model the plan uses is.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from collections.abc import Iterator
+from typing import TYPE_CHECKING
 
 from duckdb_sem.backends.base import plain_chat
 from duckdb_sem.errors import PlanError
@@ -23,14 +27,14 @@ from duckdb_sem.llm.render import render_column
 from duckdb_sem.llm.request import LLMRequest
 from duckdb_sem.llm.template import parse_template
 from duckdb_sem.optimizer.actuals import Actual
-from duckdb_sem.optimizer.cost import CostModel
+from duckdb_sem.optimizer.cost import CostModel, Estimate, Path
 from duckdb_sem.optimizer.explain import explain_choice
+from duckdb_sem.optimizer.spend import Price, spend_lines, total
 from duckdb_sem.plan.nodes import Node, Scan, SemCall, quote
 from duckdb_sem.runtime.entry import (
     Prepared,
     prepare,
     start,
-    target_backend,
 )
 from duckdb_sem.runtime.plan_sql import scan_sql
 from duckdb_sem.runtime.progress import RuntimeOptions
@@ -38,7 +42,7 @@ from duckdb_sem.runtime.progress import RuntimeOptions
 if TYPE_CHECKING:
     from duckdb_sem.connection import SemConnection
 
-__all__ = ["explain_semantic", "statistics_line"]
+__all__ = ["estimate_lines", "explain_semantic", "models_line", "statistics_line"]
 
 
 def statistics_line(prepared: Prepared, options: RuntimeOptions) -> str:
@@ -67,34 +71,97 @@ def explain_semantic(
     options = con.runtime_options()
     raw = con.duckdb
     engine = con.session.engine
-    query = con.session.new_query()  # the estimator's samples, if any, are this query's
+    route = con._route(con._sources.open(sql), None)  # the front end a run goes through
+    if route.planned is None:
+        return _unplanned(con, route.sql, route.why)
+    query = con.session.query  # the estimator's samples, if any, are this query's
     try:
-        prepared = prepare(raw, sql, engine, options, query=query)
+        prepared = prepare(raw, route.planned, engine, options, query=query,
+                           written=con._plans.get(route.planned))  # fmt: skip
     except PlanError as err:
-        return _unplanned(con, sql, err)
+        return _unplanned(con, con._route(con._sources.open(sql), None, plan=False).sql, str(err))
     model = CostModel(table_rows=prepared.table_rows, stats=prepared.stats)
     head = statistics_line(prepared, options)
+    spend = estimate_lines(
+        con, prepared.choice.best.plan, model.estimate(prepared.choice.best.plan)
+    )
+    named = models_line(con, prepared.choice.best.plan)
+    if named:
+        head += "\n" + named
     prompts = prompt_lines(con, prepared.choice.best.plan) if verbose else []
     if not analyze:
         text = explain_choice(prepared.choice, model, runner_ups=runner_ups)
-        return "\n".join([text, head, *prompts])
+        return "\n".join([text, *spend, head, *prompts])
     actuals: dict[tuple[int, ...], Actual] = {}
     run = start(raw, prepared, engine, query, options, actuals=actuals)
     for _ in run.batches():
         pass
     text = explain_choice(prepared.choice, model, runner_ups=runner_ups, actuals=actuals)
-    return "\n".join([text, head, *run.report().lines(), *prompts])
+    return "\n".join([text, *spend, head, *run.report().lines(), *prompts])
+
+
+def estimate_lines(con: SemConnection, plan: Node, estimates: dict[Path, Estimate]) -> list[str]:
+    """The plan's estimated calls and tokens, time on each model's backend (from its
+    throughput figure) and, when a price is configured, money."""
+    settings = con.settings
+    price = None
+    if settings.price_per_mtok_in is not None or settings.price_per_mtok_out is not None:
+        price = Price(
+            settings.price_per_mtok_in or 0.0,
+            settings.price_per_mtok_out or 0.0,
+            source="price_per_mtok_in/_out of connect(), or DUCKDB_SEM_PRICE_IN/_OUT",
+        )
+    by_model: dict[str | None, list[Estimate]] = {}
+    for path, node in _walk(plan, ()):
+        call: SemCall | None = getattr(node, "call", None)
+        name = call.options.model_name if call is not None else None
+        by_model.setdefault(None if name == "default" else name, []).append(estimates[path])
+    lines = spend_lines(total(estimates.values()), backend="", throughput=None, price=price)
+    times = []
+    for name, items in sorted(by_model.items(), key=lambda kv: (kv[0] is not None, kv[0] or "")):
+        spend = total(items)
+        if name is not None and not spend.calls:
+            continue
+        backend = con.models.backend(name)
+        label = backend.spec if backend is not None else "the scheduler sidecar"
+        if name is not None:
+            label = f"model {name} ({label})"
+        replicas = len(getattr(con.models.client(name), "backends", None) or [None])
+        times.append(
+            spend_lines(spend, backend=label, replicas=replicas,
+                        throughput=backend.throughput() if backend is not None else None)[1]
+        )  # fmt: skip
+    return [lines[0], *times, *lines[2:]]
+
+
+def _walk(node: Node, path: Path) -> Iterator[tuple[Path, Node]]:
+    yield path, node
+    for i, child in enumerate(node.children):
+        yield from _walk(child, (*path, i))
+
+
+def models_line(con: SemConnection, plan: Node) -> str:
+    """``models: default = ..., fast = ...`` for a plan with a call on a named model, else ''."""
+    names = {c.options.model_name for n in plan.walk() if (c := getattr(n, "call", None))}
+    if names <= {None, "default"}:
+        return ""
+    shown = []
+    for name in sorted(names, key=lambda m: (m is not None, m or "")):
+        backend = con.models.backend(name)
+        where = backend.describe() if backend is not None else con.models.client(name).backend_id
+        shown.append(f"{name or 'default'} = {where}")
+    return "models: " + "; ".join(shown)
 
 
 def prompt_lines(con: SemConnection, plan: Node) -> list[str]:
-    """What each semantic operator of ``plan`` asks for its first row: the backend, the
-    decoding parameters, the output, and the chat as the backend sends it."""
-    backend = target_backend(con.session.engine)
+    """What each semantic operator of ``plan`` asks for its first row: the model's backend,
+    the decoding parameters, the output, and the chat as the backend sends it."""
     lines = ["prompts (the first row of each operator):"]
     for node in plan.walk():
         call: SemCall | None = getattr(node, "call", None)
         if call is None:
             continue
+        backend = con.models.backend(call.options.model)
         request = _first_request(con, plan, call)
         lines.append(f"  {node.label()}")
         if request is None:
@@ -133,19 +200,19 @@ def _first_request(con: SemConnection, plan: Node, call: SemCall) -> LLMRequest 
         values.append(rendered[0])
     template = parse_template(call.template)
     return build_request(call.kind, template.render(values), output_type=call.output_type,
-                         template=template)  # fmt: skip
+                         template=template, options=call.options)  # fmt: skip
 
 
-def _unplanned(con: SemConnection, sql: str, err: PlanError) -> str:
+def _unplanned(con: SemConnection, bound_sql: str, why: str) -> str:
+    """``bound_sql``: the statement as the UDF path runs it."""
     lines = [
-        "not planned by the optimizer: " + str(err),
+        "not planned by the optimizer: " + why,
         "DuckDB runs it with the sem_* functions where they are written (same engine, "
         "renderer, cache and scheduler; no reordering, and a LIMIT stops only at DuckDB's "
         "2,048-row vectors)",
         "DuckDB plan:",
     ]
-    bound: Any = con._prepare(con._sources.open(sql).sql)
-    rows = con.duckdb.execute("EXPLAIN " + bound.sql).fetchall()
+    rows = con.duckdb.execute("EXPLAIN " + bound_sql).fetchall()
     for _, plan in rows:
         lines.extend("  " + line for line in str(plan).splitlines())
     return "\n".join(lines)

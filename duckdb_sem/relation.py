@@ -25,6 +25,7 @@ import sqlglot
 from sqlglot import exp
 
 from duckdb_sem.errors import BindError, UnknownColumnError
+from duckdb_sem.llm.call_options import CallOptions
 from duckdb_sem.relation_chain import Chain, ChainSource, quote_name
 
 if TYPE_CHECKING:
@@ -105,23 +106,44 @@ class SemRelation:
         return Chain((ChainSource(quote_name(name), "rel", columns),))
 
     # -- semantic operators --------------------------------------------------------------------
-    def sem_filter(self, template: str) -> SemRelation:
+    def _options(self, function: str, **given: Any) -> str:
+        """A method's ``model=``/``temperature=``/``max_tokens=`` as SQL named arguments,
+        checked now (an unknown model, a bad value) like the SQL form at bind time."""
+        options = CallOptions(**given)
+        options.check_for(function)
+        self._owner.models.check(options.model)
+        return options.sql_args()
+
+    def sem_filter(
+        self, template: str, *, model: str | None = None, temperature: float | None = None,
+        max_tokens: int | None = None,
+    ) -> SemRelation:  # fmt: skip
+        """Rows for which ``template`` holds; ``model=`` picks a named model (the keyword
+        arguments are the SQL form's ``model :=``, ``temperature :=``, ``max_tokens :=``)."""
+        extra = self._options("sem_filter", model=model, temperature=temperature,
+                              max_tokens=max_tokens)  # fmt: skip
         chain = self._open_chain()
-        where = (*chain.where, chain.call("sem_filter", template))
+        where = (*chain.where, chain.call("sem_filter", template, extra=extra))
         return self._with(chain=dataclasses.replace(chain, where=where))
 
     def sem_map(
-        self, template: str, *, name: str = "sem_map", type: str | None = None
-    ) -> SemRelation:
+        self, template: str, *, name: str = "sem_map", type: str | None = None,
+        model: str | None = None, temperature: float | None = None, max_tokens: int | None = None,
+    ) -> SemRelation:  # fmt: skip
+        options = self._options("sem_map", model=model, temperature=temperature,
+                                max_tokens=max_tokens)  # fmt: skip
         chain = self._open_chain()
         if any(o[0].lower() == name.lower() for o in chain.outputs()):
             raise BindError(f"sem_map: the relation already has a column {name!r}; pass name=")
         extra = "" if type is None else ", " + exp.Literal.string(type).sql(dialect="duckdb")
-        call = chain.call("sem_map", template, extra=extra)
+        call = chain.call("sem_map", template, extra=extra + options)
         return self._with(chain=dataclasses.replace(chain, maps=(*chain.maps, (name, call))))
 
-    def sem_join(self, other: SemRelation | str, template: str) -> SemRelation:
+    def sem_join(
+        self, other: SemRelation | str, template: str, *, model: str | None = None
+    ) -> SemRelation:
         """Pairs of this relation's and ``other``'s rows for which ``template`` holds."""
+        extra = self._options("sem_join", model=model)
         right = SemRelation.of_table(self._owner, other) if isinstance(other, str) else other
         left_chain, right_chain = self._open_chain(), right._open_chain()
         clash = {s.alias.lower() for s in left_chain.sources} & {
@@ -135,15 +157,18 @@ class SemRelation:
                        left_chain.where + right_chain.where, left_chain.maps + right_chain.maps)  # fmt: skip
         sides = {0: tuple(s.alias for s in left_chain.sources),
                  1: tuple(s.alias for s in right_chain.sources)}  # fmt: skip
-        where = (*chain.where, chain.call("sem_join", template, sides))
+        where = (*chain.where, chain.call("sem_join", template, sides, extra=extra))
         return self._with(
             chain=dataclasses.replace(chain, where=where), keep=(self._keep, right._keep)
         )
 
     def sem_agg(
-        self, template: str, *, name: str = "sem_agg", by: tuple[str, ...] | list[str] = ()
-    ) -> SemRelation:
+        self, template: str, *, name: str = "sem_agg", by: tuple[str, ...] | list[str] = (),
+        model: str | None = None, temperature: float | None = None, max_tokens: int | None = None,
+    ) -> SemRelation:  # fmt: skip
         """One ``sem_agg`` answer per group of ``by`` (one row without)."""
+        extra = self._options("sem_agg", model=model, temperature=temperature,
+                              max_tokens=max_tokens)  # fmt: skip
         chain = self._open_chain()
         if chain.maps:  # the aggregate reads the map outputs: aggregate the chain as a subquery
             inner = ChainSource(f"({chain.sql()})", "sem_in", tuple(o[0] for o in chain.outputs()))
@@ -157,27 +182,35 @@ class SemRelation:
                 )
             keys.append(outputs[key.lower()])
         items = [f"{o[1]} AS {quote_name(o[0])}" for o in keys] + [
-            f"{chain.call('sem_agg', template)} AS {quote_name(name)}"
+            f"{chain.call('sem_agg', template, extra=extra)} AS {quote_name(name)}"
         ]
         query = f"SELECT {', '.join(items)} {chain.from_where()}"
         if keys:
             query += " GROUP BY " + ", ".join(o[1] for o in keys)
         return SemRelation(None, self._owner, sql=query, keep=self._keep)
 
-    def sem_topk(self, template: str, k: int) -> SemRelation:
+    def sem_topk(self, template: str, k: int, *, model: str | None = None) -> SemRelation:
         """The ``k`` rows that best satisfy ``template``, ranked by the model (``sem_rank``)."""
         return self._table_function(
-            "sem_topk", str(int(k)) if isinstance(k, int) else repr(k), template
+            "sem_topk", str(int(k)) if isinstance(k, int) else repr(k), template,
+            self._options("sem_topk", model=model),
+        )  # fmt: skip
+
+    def sem_extract(
+        self, template: str, struct: str, *, model: str | None = None,
+        temperature: float | None = None, max_tokens: int | None = None,
+    ) -> SemRelation:  # fmt: skip
+        """The relation plus one column per field of ``struct`` (``'STRUCT(name TYPE, ...)'``)."""
+        extra = self._options("sem_extract", model=model, temperature=temperature,
+                              max_tokens=max_tokens)  # fmt: skip
+        return self._table_function(
+            "sem_extract", exp.Literal.string(template).sql(), struct, extra
         )
 
-    def sem_extract(self, template: str, struct: str) -> SemRelation:
-        """The relation plus one column per field of ``struct`` (``'STRUCT(name TYPE, ...)'``)."""
-        return self._table_function("sem_extract", exp.Literal.string(template).sql(), struct)
-
-    def _table_function(self, fn: str, middle: str, last: str) -> SemRelation:
+    def _table_function(self, fn: str, middle: str, last: str, extra: str = "") -> SemRelation:
         source = exp.Literal.string(self.sql_query()).sql(dialect="duckdb")
         last_sql = exp.Literal.string(last).sql(dialect="duckdb")
-        query = f"SELECT * FROM {fn}({source}, {middle}, {last_sql})"
+        query = f"SELECT * FROM {fn}({source}, {middle}, {last_sql}{extra})"
         return SemRelation(None, self._owner, sql=query, keep=self._keep)
 
     # -- DuckDB relation surface ----------------------------------------------------------------

@@ -2,8 +2,8 @@
 
 A :class:`Chain` is immutable: its sources (a table, view or registered name, each under an
 alias), the WHERE conjuncts, and the ``sem_map`` items, each new one appended by a relation
-method. :meth:`Chain.call` binds a template's named fields to the chain's columns and writes
-the call in explicit positional form; columns two sources share are renamed ``col_1`` ...
+method. :meth:`Chain.call` binds a template's named fields to the chain's columns (by the one
+resolver, ``plan.fields``) and writes the call in explicit positional form; columns two sources share are renamed ``col_1`` ...
 
 Example: a chain over ``reviews`` with ``sem_filter('{text} is positive')`` writes::
 
@@ -17,13 +17,14 @@ from dataclasses import dataclass
 
 from sqlglot import exp
 
-from duckdb_sem.errors import AmbiguousColumnError, BindError, UnknownColumnError
+from duckdb_sem.errors import BindError
 from duckdb_sem.identifiers import quote_identifier as quote_name
 from duckdb_sem.llm.template import parse_template
+from duckdb_sem.plan.fields import Name, resolve
 
 __all__ = ["Chain", "ChainSource", "quote_name"]
 
-_SIDES = {"l": 0, "left": 0, "r": 1, "right": 1}
+_SIDES = (("l", "left"), ("r", "right"))  # how a sem_join template names its two sides
 
 
 @dataclass(frozen=True)
@@ -76,34 +77,16 @@ class Chain:
         parsed = parse_template(template)
         if parsed.is_positional:
             raise BindError(f"{fn}: name columns in the template, e.g. '{{text}}': {template!r}")
-        outputs = self.outputs()
-        args = []
-        for field in parsed.distinct_fields():
-            qualifier, _, column = field.rpartition(".")
-            qualifier, column = qualifier.strip('"').lower(), column.strip('"').lower()
-            if qualifier and sides is not None and qualifier in _SIDES:
-                aliases = {a.lower() for a in sides[_SIDES[qualifier]]}
-            else:
-                aliases = {qualifier} if qualifier else set()
-            if aliases and not any(s.alias.lower() in aliases for s in self.sources):
-                have = ", ".join(s.alias for s in self.sources)
-                raise UnknownColumnError(
-                    f"{fn} {template!r}: no source {qualifier!r} (have {have})"
-                )
-            hits = [o for o in outputs if not aliases and o[0].lower() == column]
-            if not hits:
-                hits = [o for o in outputs if o[2] is not None and o[3].lower() == column
-                        and (not aliases or o[2].alias.lower() in aliases)]  # fmt: skip
-            if not hits:
-                known = ", ".join(o[0] for o in outputs)
-                raise UnknownColumnError(
-                    f"{fn} {template!r}: unknown column {{{field}}}; have {known}"
-                )
-            if len(hits) > 1:
-                options = " or ".join(f"{{{o[2].alias}.{o[3]}}}" for o in hits if o[2])
-                raise AmbiguousColumnError(
-                    f"{fn} {template!r}: {{{field}}} is ambiguous; write {options}"
-                )
-            args.append(hits[0][1])
+        side_of = {a.lower(): i for i, aliases in (sides or {}).items() for a in aliases}
+        names: list[Name[str]] = []
+        for name, sql, src, col in self.outputs():
+            if src is None:  # a sem_map output: named only by its own name
+                names.append(Name(name, sql))
+                continue
+            side = side_of.get(src.alias.lower())
+            qualifiers = (src.alias, *(_SIDES[side] if side is not None else ()))
+            names.append(Name(name, sql, qualifiers, qualified=col))
+        where = f"{fn} template {template!r}"
+        args = [resolve(field, names, where=where) for field in parsed.distinct_fields()]
         literal = exp.Literal.string(parsed.positional().source).sql(dialect="duckdb")
         return f"{fn}({', '.join([literal, *args])}{extra})"

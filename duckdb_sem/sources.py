@@ -8,9 +8,10 @@ Before a statement is bound, :meth:`SourceRegistry.open`
    from inside this package, where DuckDB's own lookup would not see the caller's variables.
    Catalog tables and views win over Python variables, as in DuckDB;
 2. replaces each semantic table function (``surface.table_functions``) by a registered
-   :class:`~duckdb_sem.runtime.table_sources.LazyArrowSource`. Inputs are read (through the
-   connection, so semantic calls in an input query are bound and optimized) when the statement
-   is opened; the function's own LLM work runs when DuckDB pulls batches.
+   :class:`~duckdb_sem.runtime.table_sources.LazyArrowSource`. An input query with a semantic
+   call is described when the statement is opened and read (bound and optimized as a query of
+   its own) when DuckDB first pulls the function's batches, as the function's own LLM work is;
+   other inputs are read when the statement is opened.
 
 Registrations live as long as the :class:`Statement` (held by the relation the statement
 returned, or until the next ``execute``); they are dropped at the start of a later statement.
@@ -22,13 +23,12 @@ import itertools
 import re
 import sys
 import weakref
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from types import FrameType
 from typing import TYPE_CHECKING, Any
 
 import duckdb
 import pyarrow as pa
-import sqlglot
 from sqlglot import exp
 
 from duckdb_sem.errors import BindError, SemError
@@ -38,8 +38,14 @@ from duckdb_sem.runtime import similarity as sim
 from duckdb_sem.runtime import table_sources as ts
 from duckdb_sem.runtime.blocking import embeddings_of
 from duckdb_sem.runtime.execute_plan import execute_plan
+from duckdb_sem.surface.bind import has_semantic_call, parse_statement
 from duckdb_sem.surface.similarity_calls import SimilarityCall, check_text_column
-from duckdb_sem.surface.table_functions import TableCall, bind_fields, rewrite_table_functions
+from duckdb_sem.surface.table_functions import (
+    TableCall,
+    bind_fields,
+    has_table_function,
+    rewrite_table_functions,
+)
 
 if TYPE_CHECKING:
     from duckdb_sem.connection import SemConnection
@@ -75,12 +81,26 @@ def is_arrow_like(obj: object) -> bool:
 
 
 class Statement:
-    """The rewritten SQL of one statement, keeping its registered sources alive."""
+    """The rewritten SQL of one statement, keeping its registered sources alive; its sqlglot
+    AST is parsed at most once (:meth:`tree`), and every step of the front end reads it."""
 
     def __init__(self, sql: str, serial: int) -> None:
         self.sql = sql
         self.serial = serial
         self.names: list[str] = []
+        self._tree: exp.Expr | None = None
+
+    def tree(self) -> exp.Expr:
+        """The AST of :attr:`sql` (``BindError`` if it does not parse as one statement)."""
+        if self._tree is None:
+            self._tree = parse_statement(self.sql)
+        return self._tree
+
+    def tree_or_none(self) -> exp.Expr | None:
+        try:
+            return self.tree()
+        except BindError:
+            return None
 
 
 class SourceRegistry:
@@ -96,11 +116,12 @@ class SourceRegistry:
     def open(self, sql: str, *, pin: bool = False) -> Statement:
         """Register what ``sql`` reads from Python and rewrite its table functions."""
         statement = self._new(sql)
-        for name, obj in self.caller_objects(sql).items():
+        for name, obj in self.caller_objects(sql, statement).items():
             self._register(statement, name, obj)
-        statement.sql = rewrite_table_functions(
-            sql, lambda call, _alias: self._open_call(statement, call)
-        )
+        if has_table_function(sql):
+            statement.sql = rewrite_table_functions(
+                sql, lambda call, _alias: self._open_call(statement, call), tree=statement.tree()
+            )
         if pin:
             self._pinned = statement
         return statement
@@ -112,11 +133,12 @@ class SourceRegistry:
             self._register(statement, name, obj)
         return statement
 
-    def caller_objects(self, sql: str) -> dict[str, object]:
-        """The caller-scope DataFrames/Arrow objects ``sql`` reads that the catalog lacks."""
+    def caller_objects(self, sql: str, statement: Statement | None = None) -> dict[str, object]:
+        """The caller-scope DataFrames/Arrow objects ``sql`` reads that the catalog lacks
+        (``statement``: the one ``sql`` is the text of, whose AST is then reused)."""
         frame = caller_frame()
         try:
-            return self._caller_objects(sql, frame)
+            return self._caller_objects(sql, frame, statement or Statement(sql, 0))
         finally:
             del frame
 
@@ -143,7 +165,9 @@ class SourceRegistry:
                     del self._owners[name]
                     self._owner.duckdb.unregister(name)
 
-    def _caller_objects(self, sql: str, frame: FrameType | None) -> dict[str, object]:
+    def _caller_objects(
+        self, sql: str, frame: FrameType | None, statement: Statement
+    ) -> dict[str, object]:
         if frame is None:
             return {}
         scopes = (frame.f_locals, frame.f_globals)
@@ -156,7 +180,7 @@ class SourceRegistry:
                     break
         if not found:
             return found
-        tables = _table_names(sql)
+        tables = _table_names(statement.tree_or_none())
         return {
             name: obj
             for name, obj in found.items()
@@ -174,8 +198,9 @@ class SourceRegistry:
     def _open_call(self, statement: Statement, call: TableCall | SimilarityCall) -> str:
         if isinstance(call, SimilarityCall):
             return self._open_similarity(statement, call)
-        tables = [self._read_input(call, sql) for sql in call.inputs]
-        fields = bind_fields(call, [t.schema.names for t in tables])
+        self._owner.models.check(call.options.model)  # before reading or asking anything
+        inputs = [self._input(call, sql) for sql in call.inputs]
+        fields = bind_fields(call, [schema.names for schema, _ in inputs])
         columns = [col for _, col in fields.refs]
         session = self._owner.session
 
@@ -189,34 +214,67 @@ class SourceRegistry:
         engine = session.engine
         if call.name == "sem_topk":
             assert call.k is not None
-            schema = ts.topk_schema(tables[0].schema)
+            schema = ts.topk_schema(inputs[0][0])
             produce = lambda: ts.topk_batches(  # noqa: E731
-                tables[0], fields.template, columns, call.k or 1, engine=engine, query=query
-            )
+                inputs[0][1](), fields.template, columns, call.k or 1, engine=engine, query=query,
+                options=call.options,
+            )  # fmt: skip
         elif call.name == "sem_extract":
             assert call.struct is not None
             struct = call.struct
-            schema = ts.extract_schema(tables[0].schema, struct)
+            schema = ts.extract_schema(inputs[0][0], struct)
             produce = lambda: ts.extract_batches(  # noqa: E731
-                tables[0], fields.template, columns, struct, engine=engine, query=query,
-                batch_size=batch,
+                inputs[0][1](), fields.template, columns, struct, engine=engine, query=query,
+                batch_size=batch, options=call.options,
             )  # fmt: skip
         else:
-            left, right = tables
-            names = ts.unique_names([*left.schema.names, *right.schema.names])
-            schema = pa.schema([f.with_name(n) for f, n in zip([*left.schema, *right.schema],
+            (left, read_left), (right, read_right) = inputs
+            names = ts.unique_names([*left.names, *right.names])
+            schema = pa.schema([f.with_name(n) for f, n in zip([*left, *right],
                                                                 names, strict=True)])  # fmt: skip
-            produce = lambda: self._join(left, right, fields, names, query)  # noqa: E731
+            produce = lambda: self._join(read_left(), read_right(), fields,  # noqa: E731
+                                         names, query, call.options.sql_args())  # fmt: skip
         name = self.unique_name("tf")
         self._register(statement, name, ts.LazyArrowSource(schema, produce, on_error=remember))
         return name
 
+    def _input(
+        self, call: TableCall | SimilarityCall, sql: str
+    ) -> tuple[pa.Schema, Callable[[], pa.Table]]:
+        """The schema of an input and how to read it. An input without a semantic call is read
+        now (DuckDB work only); one with a semantic call is read when the function's rows are
+        first pulled, on a cursor whose queries are this session's current one (counted,
+        budgeted and cancelled with it), so opening the statement makes no LLM call. An input
+        the cursor cannot see (a TEMP table, a caller-scope DataFrame) is read now."""
+        if not has_semantic_call(sql):
+            table = self._read_input(call, sql)
+            return table.schema, lambda: table
+        child = self._owner.cursor()
+        child.session.follows = self._owner.session
+        try:
+            # the plan run to LIMIT 0 (or DuckDB's LIMIT 0 on the UDF path): no LLM call
+            schema = child.sql(sql).limit(0).to_arrow_reader().schema
+        except (duckdb.Error, BindError):
+            child.close()
+            table = self._read_input(call, sql)
+            return table.schema, lambda: table
+
+        def read() -> pa.Table:
+            try:
+                table: pa.Table = child.sql(sql).to_arrow_reader().read_all()
+            finally:
+                child.close()
+            return table
+
+        return schema, read
+
     def _open_similarity(self, statement: Statement, call: SimilarityCall) -> str:
-        """``sem_sim_join`` / ``sem_search``: inputs read and checked now, embedded at the
-        first pull, ranked in DuckDB on a cursor (see ``_join`` for why a cursor)."""
-        tables = [self._read_input(call, sql) for sql in call.inputs]
-        for table, column in zip(tables, call.columns, strict=True):
-            check_text_column(call, table.schema, column)
+        """``sem_sim_join`` / ``sem_search``: inputs checked now (read as :meth:`_input`
+        says), embedded at the first pull, ranked in DuckDB on a cursor (see ``_join`` for why
+        a cursor)."""
+        inputs = [self._input(call, sql) for sql in call.inputs]
+        for (schema, _), column in zip(inputs, call.columns, strict=True):
+            check_text_column(call, schema, column)
         session = self._owner.session
         embeddings = embeddings_of(session.engine)
 
@@ -224,6 +282,7 @@ class SourceRegistry:
             session.last_error = err
 
         def produce() -> Iterator[pa.RecordBatch]:
+            tables = [read() for _, read in inputs]
             cursor = self._owner.duckdb.cursor()
             try:
                 if call.name == "sem_sim_join":
@@ -242,9 +301,9 @@ class SourceRegistry:
                 cursor.close()
 
         if call.name == "sem_sim_join":
-            schema = sim.sim_join_schema(tables[0].schema, tables[1].schema)
+            schema = sim.sim_join_schema(inputs[0][0], inputs[1][0])
         else:
-            schema = sim.search_schema(tables[0].schema)
+            schema = sim.search_schema(inputs[0][0])
         name = self.unique_name("tf")
         self._register(statement, name, ts.LazyArrowSource(schema, produce, on_error=remember))
         return name
@@ -257,8 +316,9 @@ class SourceRegistry:
         return table
 
     def _join(
-        self, left: pa.Table, right: pa.Table, fields: Any, names: list[str], query: Any
-    ) -> Iterator[pa.RecordBatch]:
+        self, left: pa.Table, right: pa.Table, fields: Any, names: list[str], query: Any,
+        options: str = "",
+    ) -> Iterator[pa.RecordBatch]:  # fmt: skip
         """The matching pairs, planned and run by the optimizer on a cursor.
 
         The cursor is a second connection to the same database: code running inside a DuckDB
@@ -275,7 +335,7 @@ class SourceRegistry:
             literal = exp.Literal.string(fields.template).sql(dialect="duckdb")
             sql = (
                 f"SELECT {items} FROM __sem_left AS l CROSS JOIN __sem_right AS r "
-                f"WHERE sem_join({literal}, {args})"
+                f"WHERE sem_join({literal}, {args}{options})"
             )
             plan = plan_query(cursor, sql)
             batch = self._owner.settings.batch_size
@@ -292,11 +352,9 @@ def _defer(pending: list[tuple[list[str], int]], names: list[str], serial: int) 
     pending.append((names, serial))
 
 
-def _table_names(sql: str) -> set[str] | None:
-    """Lower-case names of the tables ``sql`` reads (CTEs excluded); None if it does not parse."""
-    try:
-        tree = sqlglot.parse_one(sql, dialect="duckdb")
-    except sqlglot.errors.ParseError:
+def _table_names(tree: exp.Expr | None) -> set[str] | None:
+    """Lower-case names of the tables ``tree`` reads (CTEs excluded); None if it did not parse."""
+    if tree is None:
         return None
     ctes = {cte.alias_or_name.lower() for cte in tree.find_all(exp.CTE)}
     names = {t.name.lower() for t in tree.find_all(exp.Table) if t.name and not t.db}

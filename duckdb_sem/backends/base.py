@@ -29,6 +29,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from duckdb_sem.backends.identity import Answers
+from duckdb_sem.backends.throughput import Throughput
 from duckdb_sem.llm.request import Completion, LLMRequest
 
 __all__ = ["RETRY_POLICY", "Answers", "Backend", "Capacity", "Load", "RetryPolicy"]
@@ -108,6 +109,11 @@ class Backend(abc.ABC):
 
     def close(self) -> None:  # noqa: B027 - optional hook
         """Release the model or connections."""
+
+    def throughput(self) -> Throughput | None:
+        """How fast this backend answers, and where that figure comes from (``EXPLAIN
+        SEMANTIC`` turns estimated tokens into time with it); None: not known."""
+        return None
 
     def messages(self, request: LLMRequest) -> list[dict[str, str]]:
         """The chat this backend sends for ``request`` (``EXPLAIN SEMANTIC VERBOSE`` shows it):

@@ -32,6 +32,7 @@ import json
 import logging
 import math
 import threading
+import time
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -52,8 +53,10 @@ from duckdb_sem.backends.llama_prompts import (
     shared_tokens,
     tokenize,
 )
+from duckdb_sem.backends.llama_rates import RateMeter
 from duckdb_sem.backends.output_retry import answer_with_retries, retry_params
 from duckdb_sem.backends.registry import BackendSpec
+from duckdb_sem.backends.throughput import Throughput
 from duckdb_sem.errors import ConfigError
 from duckdb_sem.llm.outputs import OutputParseError, TypeSpec, parse_type
 from duckdb_sem.llm.request import Completion, LLMRequest, Task
@@ -102,9 +105,14 @@ class LlamaBackend(Backend):
         # (prefix, lead, few-shot?) -> tokens shared by all its rows
         self._shared: dict[tuple[str, str, bool], list[int]] = {}
         self.answers = llama_answers(path, n_ctx=n_ctx, calibration=_CALIBRATION)
+        self._rates = RateMeter()  # EXPLAIN SEMANTIC's time: this model's measured speed
 
     def capacity(self) -> Capacity:
         return Capacity(max_batch=16, max_concurrent_batches=1)
+
+    def throughput(self) -> Throughput:
+        """Rates measured on the requests answered so far, else the documented reference."""
+        return self._rates.throughput(self.threads)
 
     def count_tokens(self, text: str) -> int:
         # The vocabulary is read-only, so tokenising needs no lock.
@@ -119,14 +127,19 @@ class LlamaBackend(Backend):
         with self._model.lock:
             for i in order:
                 request = requests[i]
+                started = time.perf_counter()
                 if id(request) in self._aborted:  # cancelled: stop between rows
                     out[i] = Completion(None, "", 0, 0, error="aborted")
-                elif request.output.task is Task.DECIDE:
+                    continue
+                if request.output.task is Task.DECIDE:
                     out[i] = self._decide(request)
                 elif request.output.task is Task.CLASSIFY:
                     out[i] = self._classify(request)
                 else:
                     out[i] = self._generate_with_retries(request)
+                kind = "generate" if request.output.task is Task.GENERATE else "decide"
+                self._rates.add(kind, out[i].prompt_tokens, out[i].completion_tokens,
+                                time.perf_counter() - started)  # fmt: skip
         with self._abort_lock:
             done = {id(r) for r in requests}
             self._inflight -= done

@@ -15,6 +15,7 @@ Example: ``test:?yes_if=great|good&latency_ms=5`` or ``test:?hash=0.5``
 from __future__ import annotations
 
 import hashlib
+import math
 import threading
 import time
 from collections.abc import Sequence
@@ -23,6 +24,7 @@ from typing import Any
 
 from duckdb_sem.backends.base import Answers, Backend, Capacity
 from duckdb_sem.backends.registry import BackendSpec, SpecOption
+from duckdb_sem.backends.throughput import Throughput
 from duckdb_sem.llm.outputs import TypeSpec, parse_type
 from duckdb_sem.llm.request import Completion, LLMRequest, Task
 
@@ -94,6 +96,15 @@ class RuleBackend(Backend):
 
     def count_tokens(self, text: str) -> int:
         return len(text.split())
+
+    def throughput(self) -> Throughput:
+        """Tokens cost nothing; each batch of ``max_batch`` requests sleeps ``latency_ms``."""
+        return Throughput(
+            math.inf,
+            math.inf,
+            self.latency_ms / 1000 / self.max_batch,
+            source=f"test: backend, latency_ms={self.latency_ms:g} per batch of {self.max_batch}",
+        )
 
     def decide(self, row: str, request: LLMRequest | None = None) -> bool:
         if self.yes_if:

@@ -12,6 +12,8 @@ import logging
 
 import click
 
+from duckdb_sem.cli.common import env_epilog
+
 __all__ = ["cli", "main"]
 
 _COMMANDS: dict[str, str] = {
@@ -43,7 +45,7 @@ class _LazyGroup(click.Group):
         return command
 
 
-@click.group(cls=_LazyGroup)
+@click.group(cls=_LazyGroup, epilog=env_epilog())
 @click.version_option(package_name="duckdb-sem", prog_name="duckdb-sem")
 @click.option("-v", "--verbose", count=True, help="Log more (-v info, -vv debug) to stderr.")
 def cli(verbose: int) -> None:
@@ -54,3 +56,7 @@ def cli(verbose: int) -> None:
 
 def main() -> None:
     cli(prog_name="duckdb-sem")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,26 +1,39 @@
-"""Run a statement with a live progress line on stderr, and Ctrl-C that cancels cleanly.
+"""Run a statement with a progress line on stderr, and Ctrl-C that cancels cleanly.
 
-The statement runs in a worker thread; the main thread renders DuckDB's own progress estimate
-beside duckdb-sem's LLM counters (requests asked, answered by the backend, from the cache) and,
-for a query on the SEU loop, ``con.query_progress()`` (batches done, estimated remaining cost);
-it turns Ctrl-C into :meth:`SemConnection.interrupt`, which drops the query's queued LLM work.
+The statement runs in a worker thread; the main thread reports its progress. On a terminal it
+is a live status line that fits the terminal's width; when stderr is not a terminal (a log
+file, CI, a pipe) it is a plain-text line every ``every`` seconds, and nothing for a statement
+that finishes sooner. The share done is the SEU loop's (``con.query_progress()``: rows of the
+driving table processed, reported at every SEU boundary) for a planned query, otherwise
+DuckDB's own estimate; beside it, the LLM requests asked, run by the backend and answered from
+the cache, and a planned query's estimated remaining work. Ctrl-C becomes
+:meth:`SemConnection.interrupt`, which drops the query's queued LLM work.
 """
 
 from __future__ import annotations
 
 import threading
+import time
+from collections.abc import Callable
 from typing import Any
 
 from rich.console import Console
 
 from duckdb_sem.connection import SemConnection
 from duckdb_sem.errors import QueryCancelledError
+from duckdb_sem.optimizer.cost import DEFAULTS
 
-__all__ = ["run_with_progress"]
+__all__ = ["PlanShare", "progress_line", "run_with_progress"]
 
 
 def run_with_progress(
-    con: SemConnection, sql: str, *, console: Console, quiet: bool = False
+    con: SemConnection,
+    sql: str,
+    *,
+    console: Console,
+    quiet: bool = False,
+    every: float = 5.0,
+    clock: Callable[[], float] = time.monotonic,
 ) -> Any:
     """Execute ``sql`` and return its result as a ``pyarrow.Table``."""
     outcome: dict[str, Any] = {}
@@ -32,15 +45,24 @@ def run_with_progress(
             outcome["error"] = err
 
     worker = threading.Thread(target=work, name="duckdb-sem-query", daemon=True)
+    share = PlanShare()
+    started = clock()
     worker.start()
     try:
-        if quiet or not console.is_terminal:
+        if quiet:
             worker.join()
-        else:
+        elif console.is_terminal:
             with console.status("starting", spinner="dots") as status:
                 while worker.is_alive():
                     worker.join(timeout=0.2)
-                    status.update(_line(con))
+                    status.update(progress_line(con, width=max(20, console.width - 3), share=share))
+        else:
+            while worker.is_alive():
+                worker.join(timeout=every)
+                if worker.is_alive():
+                    line = progress_line(con, elapsed=clock() - started, share=share)
+                    console.file.write(f"duckdb-sem: {line}\n")
+                    console.file.flush()
     except KeyboardInterrupt:
         con.interrupt()
         worker.join(timeout=30)
@@ -52,29 +74,91 @@ def run_with_progress(
     return outcome["table"]
 
 
-def _line(con: SemConnection) -> str:
+class PlanShare:
+    """The share of a planned query's LLM work done, between SEU boundaries too.
+
+    At each SEU boundary the runtime reports the estimated remaining cost (token-equivalents);
+    the work done so far (the backend's tokens, counted as each backend batch answers, or the
+    tokens asked when more were answered from the cache) plus that remaining cost is the
+    expected total, and the share is the work done over it, so the share moves while an SEU's
+    requests are answered rather than only when the SEU ends. It stays below 100% until the
+    query has finished.
+    """
+
+    def __init__(self) -> None:
+        self._batches = -1
+        self._total = 0.0
+
+    def update(self, progress: Any, work: float) -> tuple[float, float]:
+        """The share done and the estimated work left (token-equivalents)."""
+        if progress.batches_done != self._batches:
+            self._batches = progress.batches_done
+            self._total = work + float(progress.estimated_remaining_cost)
+        left = max(0.0, self._total - work)
+        if progress.finished:
+            return 1.0, 0.0
+        share = work / self._total if self._total > 0 else float(progress.fraction)
+        return min(max(share, float(progress.fraction)), 0.99), left
+
+
+def _work(stats: Any) -> float:
+    """LLM work done so far in the cost model's token-equivalents."""
+    weight = DEFAULTS.completion_weight
+    physical = stats.physical_prompt_tokens + weight * stats.physical_completion_tokens
+    asked = stats.prompt_tokens + weight * stats.completion_tokens
+    return float(max(physical, asked))
+
+
+def progress_line(
+    con: SemConnection,
+    *,
+    elapsed: float | None = None,
+    width: int = 0,
+    share: PlanShare | None = None,
+) -> str:
+    """One line of progress (cut to ``width`` characters when given)."""
     stats = con.stats()
+    parts = [] if elapsed is None else [f"{elapsed:,.0f} s"]
+    planned = _plan_progress(con)
+    if planned is not None:
+        p = planned
+        done, left = (share or PlanShare()).update(p, _work(stats))
+        rows = f"{_short(p.rows_done)}/{_short(p.rows_total)}"
+        parts.append(f"{done * 100:3.0f}% (rows {rows})")
+    else:
+        parts.append(_duckdb_share(con))
+    parts.append(
+        f"LLM {stats.llm_calls:,} asked ({stats.physical_calls:,} run, "
+        f"{stats.cache_hits:,} cached, {stats.fused + stats.deduplicated:,} shared)"
+    )
+    if planned is not None:
+        parts.append(f"~{_short(left)} tokens left")
+    line = "  ".join(parts)
+    return line if not width or len(line) <= width else line[: width - 1] + "…"
+
+
+def _duckdb_share(con: SemConnection) -> str:
     try:
         pct = float(con.duckdb.query_progress())
     except Exception:  # noqa: BLE001 - progress is best-effort
         pct = -1.0
-    done = f"{pct:5.1f}%" if pct >= 0 else "  ...  "
-    return (
-        f"{done}  LLM requests {stats.llm_calls}  (run {stats.physical_calls}, cached "
-        f"{stats.cache_hits}, shared {stats.fused + stats.deduplicated})  SEUs {stats.seus}"
-        + _plan_progress(con)
-    )
+    return f"{pct:3.0f}%" if pct >= 0 else "  …"
 
 
-def _plan_progress(con: SemConnection) -> str:
-    """Batches done and estimated remaining cost of a query on the SEU loop ('' otherwise)."""
+def _plan_progress(con: SemConnection) -> Any:
+    """The SEU loop's progress of a planned query (None for other statements)."""
     try:
         p = con.query_progress()
     except Exception:  # noqa: BLE001 - progress is best-effort
-        return ""
-    if not getattr(p, "rows_total", 0) or getattr(p, "finished", False):
-        return ""
-    return (
-        f"  batches {p.batches_done} ({p.rows_done:,}/{p.rows_total:,} rows), "
-        f"est. remaining {p.estimated_remaining_cost:,.0f} tokens"
-    )
+        return None
+    return p if getattr(p, "rows_total", 0) else None
+
+
+def _short(value: float) -> str:
+    """1234 -> '1.2k', 5_600_000 -> '5.6M': numbers that keep the line short."""
+    for unit, size in (("M", 1e6), ("k", 1e3)):
+        if abs(value) >= size * 10:
+            return f"{value / size:,.0f}{unit}"
+        if abs(value) >= size:
+            return f"{value / size:.1f}{unit}"
+    return f"{value:,.0f}"

@@ -4,7 +4,9 @@ The *estimator* backend (a small model, e.g. the embedded one in front of a vLLM
 a few sampled rows per operator; from its answers come the selectivity of filters and joins and
 the length of generated values. Token counts are taken under the *target* backend's tokenizer
 (``target.count_tokens``), since the cost that matters is the target's: prompt tokens are
-counted exactly on the rendered rows, completion tokens on the small model's answers.
+counted exactly on the rendered rows, completion tokens on the small model's answers. An
+operator whose call names a model (``model := 'big'``) is counted under that model's tokenizer
+(``targets``), and its statistics are its own (the operator signature includes the model).
 
 Two entry points:
 
@@ -24,7 +26,7 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -35,7 +37,7 @@ from duckdb_sem.llm.prompts import build_request
 from duckdb_sem.llm.render import render_column
 from duckdb_sem.llm.request import Completion, LLMRequest, OperatorKind
 from duckdb_sem.llm.template import parse_template
-from duckdb_sem.optimizer.cost import Statistics, operator_signature
+from duckdb_sem.optimizer.cost import CostModel, Statistics, operator_signature
 from duckdb_sem.plan.nodes import Node, Scan, SemCall, SemFilter, SemJoin, SemMap, quote
 
 __all__ = ["ProfileResult", "Profiler", "TokenCounter", "semantic_calls"]
@@ -81,8 +83,11 @@ class Profiler:
         sample_rows: int = 8,
         seed: int = 7,
         via: Callable[[Sequence[LLMRequest]], list[Completion]] | None = None,
+        targets: Mapping[str, TokenCounter] | None = None,
     ) -> None:
         self.target = target
+        #: the tokenizer of each named model (by name); a call on another model uses ``target``
+        self.targets = dict(targets or {})
         self.estimator = estimator
         # how samples reach the estimator: through its scheduler (the runtime's), else directly
         self.via = via
@@ -91,7 +96,11 @@ class Profiler:
         self.seconds = 0.0  # the estimator's LLM time so far
         self.calls = 0
         self._lock = threading.Lock()
-        self._prefix_tokens: dict[str, int] = {}
+        self._prefix_tokens: dict[tuple[int, str], int] = {}
+
+    def counter(self, call: SemCall) -> TokenCounter:
+        """The tokenizer of the model ``call`` runs on."""
+        return self.targets.get(call.options.model_name or "", self.target)
 
     # -- one call over arrays ----------------------------------------------------------------
     def measure(
@@ -135,14 +144,17 @@ class Profiler:
             return None
         template = parse_template(call.template)
         rendered = [template.render([str(col[i]) for col in columns]) for i in rows]
-        first = build_request(
-            call.kind, rendered[0], output_type=call.output_type, template=template
-        )
+        first = build_request(call.kind, rendered[0], output_type=call.output_type,
+                              template=template, options=call.options)  # fmt: skip
         prefix = first.prefix
-        prompt = self._prefix(prefix) + sum(map(self.target.count_tokens, rendered)) / len(rows)
+        counter = self.counter(call)
+        prompt = self._prefix(prefix, counter) + sum(map(counter.count_tokens, rendered)) / len(
+            rows
+        )
         picked = _spread(len(rendered), self.sample_rows) if sample and self.estimator else []
         requests = [build_request(call.kind, rendered[i], output_type=call.output_type,
-                                  template=template) for i in picked]  # fmt: skip
+                                  template=template, options=call.options)
+                    for i in picked]  # fmt: skip
         return call, prompt, requests
 
     def _finish(
@@ -151,19 +163,25 @@ class Profiler:
         answers = [c.value for c in completions]
         decide = call.kind in (OperatorKind.FILTER, OperatorKind.JOIN)
         selectivity, completion = (0.5 if decide else 1.0), 1.0
+        if not decide:
+            # nothing sampled yet: the cost model's documented length for the output type (a
+            # generated VARCHAR is not one token), so EXPLAIN's time is not a tenth of the run's
+            completion = CostModel().call_stats(call).completion_tokens_per_row
         if completions and decide:
             decided = [a for a in answers if a is not None]
             selectivity = sum(1 for a in decided if a) / len(decided) if decided else 0.5
         elif completions:
             texts = [c.text for c in completions if c.error is None]
             if texts:
-                completion = sum(self.target.count_tokens(t) + 1 for t in texts) / len(texts)
+                counter = self.counter(call)
+                completion = sum(counter.count_tokens(t) + 1 for t in texts) / len(texts)
         return Statistics(selectivity, prompt, completion, len(completions)), answers
 
-    def _prefix(self, prefix: str) -> int:
-        if prefix not in self._prefix_tokens:
-            self._prefix_tokens[prefix] = self.target.count_tokens(prefix)
-        return self._prefix_tokens[prefix]
+    def _prefix(self, prefix: str, counter: TokenCounter) -> int:
+        key = (id(counter), prefix)
+        if key not in self._prefix_tokens:
+            self._prefix_tokens[key] = counter.count_tokens(prefix)
+        return self._prefix_tokens[key]
 
     def _complete(self, requests: list[LLMRequest]) -> list[Any]:
         assert self.estimator is not None

@@ -39,6 +39,7 @@ class TemplateOffsets:
         self._limit = limit
         self._lock = threading.Lock()
         self._offsets: OrderedDict[tuple[str, tuple[str, ...]], float] = OrderedDict()
+        self._measuring: dict[tuple[str, tuple[str, ...]], threading.Lock] = {}
 
     def offset(self, request: LLMRequest, score: Scorer) -> float:
         """The mean content-free score of ``request``'s template (0 without a template, or
@@ -49,16 +50,24 @@ class TemplateOffsets:
         key = (request.prefix, template.pieces)
         with self._lock:
             known = self._offsets.get(key)
-        if known is not None:
-            return known
-        # measured outside the lock: two threads may both measure, and agree
-        scores = [score(dataclasses.replace(request, row=row)) for row in template.content_free()]
-        got = [s for s in scores if s is not None]
-        value = sum(got) / len(got) if got else 0.0
-        with self._lock:
-            self._offsets[key] = value
-            while len(self._offsets) > self._limit:
-                self._offsets.popitem(last=False)
+            if known is not None:
+                return known
+            measuring = self._measuring.setdefault(key, threading.Lock())
+        # one thread measures a template's offset; the others wait for it (single flight)
+        with measuring:
+            with self._lock:
+                known = self._offsets.get(key)
+            if known is not None:
+                return known
+            rows = template.content_free()
+            scores = [score(dataclasses.replace(request, row=row)) for row in rows]
+            got = [s for s in scores if s is not None]
+            value = sum(got) / len(got) if got else 0.0
+            with self._lock:
+                self._offsets[key] = value
+                self._measuring.pop(key, None)
+                while len(self._offsets) > self._limit:
+                    self._offsets.popitem(last=False)
         return value
 
 

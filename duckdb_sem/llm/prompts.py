@@ -16,6 +16,7 @@ import re
 from collections.abc import Sequence
 from typing import Protocol
 
+from duckdb_sem.llm.call_options import DEFAULT_OPTIONS, CallOptions
 from duckdb_sem.llm.outputs import parse_type
 from duckdb_sem.llm.request import (
     DecodingParams,
@@ -133,13 +134,15 @@ def build_request(
     max_tokens: int | None = None,
     template: _Template | None = None,
     labels: tuple[str, ...] = (),
+    options: CallOptions = DEFAULT_OPTIONS,
 ) -> LLMRequest:
     """The request for one rendered row: filters and joins decide, maps and aggs generate.
 
     ``template`` is the unrendered template ``rendered`` came from (backends calibrate per
     template and share its leading text). A map with a closed answer set (``labels``, a
     BOOLEAN, or an integer scale its template names) is scored by backends that can score,
-    and generated then parsed by the others.
+    and generated then parsed by the others. ``options`` (a call's ``temperature :=`` and
+    ``max_tokens :=``) override the decoding parameters; the model is chosen by the engine.
     """
     unrendered = None
     if template is not None and operator is not OperatorKind.AGG:
@@ -157,6 +160,7 @@ def build_request(
         output = OutputSpec(Task.GENERATE, parse_type(output_type or "VARCHAR").sql)
         default = 64 if operator is OperatorKind.MAP else 160
         params = DecodingParams(max_tokens=max_tokens or default)
+    params = options.decoding(params)
     return LLMRequest(
         operator=operator,
         prefix=instruction_for(operator, output),

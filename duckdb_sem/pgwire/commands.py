@@ -22,6 +22,7 @@ __all__ = [
     "Deallocate",
     "Declare",
     "End",
+    "ExplainSemantic",
     "Fetch",
     "Ignore",
     "Release",
@@ -114,6 +115,15 @@ class CopyIn:
 
 
 @dataclass(frozen=True, slots=True)
+class ExplainSemantic:
+    """``EXPLAIN [ANALYZE] SEMANTIC [VERBOSE] query``: the connection's plan text, one row a line."""
+
+    query: str
+    analyze: bool
+    verbose: bool
+
+
+@dataclass(frozen=True, slots=True)
 class Ignore:
     """Accepted and answered with ``tag``, nothing to do (LISTEN, DISCARD...)."""
 
@@ -122,7 +132,7 @@ class Ignore:
 
 Command = (
     Set | Reset | Show | Begin | End | Savepoint | Release | RollbackToSavepoint | Deallocate
-    | Declare | Fetch | Close | CopyOut | CopyIn | Ignore
+    | Declare | Fetch | Close | CopyOut | CopyIn | ExplainSemantic | Ignore
 )  # fmt: skip
 
 _FLAGS = re.IGNORECASE | re.DOTALL
@@ -132,6 +142,9 @@ _SET = re.compile(
 )
 _SET_TZ = re.compile(r"^SET\s+(?:SESSION\s+|LOCAL\s+)?TIME\s+ZONE\s+(?P<v>.*)$", _FLAGS)
 _SET_TX = re.compile(r"^SET\s+(?:SESSION\s+CHARACTERISTICS\s+AS\s+)?TRANSACTION\b", _FLAGS)
+_EXPLAIN_SEMANTIC = re.compile(
+    r"^EXPLAIN\s+(?P<a>ANALY[SZ]E\s+)?SEMANTIC\s+(?P<v>VERBOSE\s+)?(?P<q>.+?);?\s*$", _FLAGS
+)
 _RESET = re.compile(r"^RESET\s+(?P<name>[\w.]+)$", _FLAGS)
 _SHOW = re.compile(r"^SHOW\s+(?P<name>[\w. ]+)$", _FLAGS)
 _BEGIN = re.compile(r"^(BEGIN|START\s+TRANSACTION)\b", _FLAGS)
@@ -252,6 +265,8 @@ def parse_command(sql: str) -> Command | None:
         return CopyOut(query, match["o"])
     elif head == "copy" and _COPY_IN.match(text):
         return CopyIn()
+    elif head == "explain" and (match := _EXPLAIN_SEMANTIC.match(text)):
+        return ExplainSemantic(match["q"], analyze=bool(match["a"]), verbose=bool(match["v"]))
     elif head in _IGNORED:
         return Ignore(_IGNORED[head])
     return None

@@ -36,7 +36,9 @@ from duckdb_sem.pgwire.policy import Policy
 from duckdb_sem.runtime.context import QueryContext
 from duckdb_sem.runtime.embeddings import Embeddings
 from duckdb_sem.runtime.operators import SemEngine
+from duckdb_sem.scheduler.models import Models
 from duckdb_sem.scheduler.shared import scheduler_for
+from duckdb_sem.surface.aliases import ALIASES
 from duckdb_sem.surface.udfs import SemSession
 
 __all__ = ["Database", "DatabaseOptions", "RoutedSession"]
@@ -151,7 +153,9 @@ class Database:
             settings = replace(settings, cache_path=parse_cache(options.cache))
         self.settings = settings
         self._base = _open(options)
-        self.engine = SemEngine(scheduler_for(settings), batch_size=settings.batch_size,
+        client = scheduler_for(settings)
+        models = Models.configured(client, settings)  # DUCKDB_SEM_MODELS: every session's
+        self.engine = SemEngine(client, batch_size=settings.batch_size, models=models,
                                 embeddings=Embeddings(settings))  # fmt: skip
         self.routed = RoutedSession(self._base, self.engine)
         self.routed.install(shared=True)
@@ -166,7 +170,7 @@ class Database:
             read_only=options.read_only,
             external_access=options.external_access,
             catalogs=frozenset({self.name, *(s.alias for s in self.sources)}),
-            reserved=frozenset(COMPAT_MACROS),
+            reserved=frozenset(COMPAT_MACROS) | frozenset(ALIASES),
         )
         self._lock_down()
 

@@ -111,7 +111,7 @@ class Execution:
             query = self._query
         if query is not None:
             query.cancelled.set()
-            self.db.engine.client.cancel(query.query_id)
+            self.db.engine.cancel(query.query_id)
         self.con.duckdb.interrupt()
 
     def translated(self, fn: Callable[[], Any]) -> Any:

@@ -6,7 +6,10 @@ transaction and its savepoints (:mod:`.transaction`), prepared statements and po
 (:mod:`.portals`, sharing one namespace with ``DECLARE``d cursors, as in PostgreSQL, so a client
 may ``Describe`` a declared cursor). A statement is a session command
 (:func:`~duckdb_sem.pgwire.commands.parse_command`) or else read by DuckDB's parser
-(:mod:`.statements`), checked by the isolation rules (:mod:`.policy`) and run.
+(:mod:`.statements`), checked by the isolation rules (:mod:`.policy`) and run. The model
+statements (``SHOW MODELS``, ``CREATE``/``DROP MODEL``: :mod:`duckdb_sem.surface.model_statements`)
+are read first; the server's models are every session's, so only a server started with
+``--external-access`` lets a client change them (others set ``DUCKDB_SEM_MODELS``).
 """
 
 from __future__ import annotations
@@ -17,12 +20,14 @@ from contextlib import AbstractContextManager
 from typing import Any
 
 import duckdb
+import pyarrow as pa
 
 from duckdb_sem.connection import SemConnection
-from duckdb_sem.errors import PlanError, SemError
+from duckdb_sem.errors import PlanError, RefusedError, SemError
 from duckdb_sem.pgwire import commands as cmd
 from duckdb_sem.pgwire import messages as m
 from duckdb_sem.pgwire import statements as st
+from duckdb_sem.pgwire.catalog import rewrite_catalog
 from duckdb_sem.pgwire.copy_out import copy_format
 from duckdb_sem.pgwire.database import Database
 from duckdb_sem.pgwire.execution import Execution
@@ -30,11 +35,15 @@ from duckdb_sem.pgwire.portals import Portal, Statement
 from duckdb_sem.pgwire.results import Result
 from duckdb_sem.pgwire.settings import run_setting
 from duckdb_sem.pgwire.transaction import Transaction, Write
+from duckdb_sem.surface.model_statements import ModelStatement, parse_model_statement
 
 __all__ = ["TRANSACTION_COMMANDS", "Runner"]
 
 #: commands that control the transaction (a simple Query with one runs no implicit transaction)
 TRANSACTION_COMMANDS = (cmd.Begin, cmd.End, cmd.Savepoint, cmd.Release, cmd.RollbackToSavepoint)
+
+
+_EXPLAIN_SCHEMA = pa.schema([pa.field("plan", pa.string())])
 
 
 class _TxAborted(SemError):
@@ -91,6 +100,11 @@ class Runner:
             )
         if command is not None:
             return self._command(command, params)
+        model = parse_model_statement(sql)
+        if model is not None:
+            if model.verb != "show":
+                return self._model_change(model)
+            sql, params = self.con.models_sql(), []
         parsed = self._parse_one(sql)
         if parsed is None:
             return Result.command("")
@@ -118,12 +132,52 @@ class Runner:
 
     def describe_sql(self, sql: str, count: int) -> list[m.Field]:
         """Fields of a statement that only reads (writes, EXECUTE: described when executed)."""
-        if cmd.parse_command(sql) is not None:
+        command = cmd.parse_command(sql)
+        if isinstance(command, cmd.ExplainSemantic):
+            return Result.of_rows("EXPLAIN", _EXPLAIN_SCHEMA, iter(())).described()
+        if command is not None:
             return []
+        model = parse_model_statement(sql)
+        if model is not None:
+            return (
+                []
+                if model.verb != "show"
+                else self.execution.describe_sql(self.con.models_sql(), 0)
+            )
         parsed = st.parse(sql)
         if len(parsed) != 1 or parsed[0].writes or parsed[0].type not in st.DESCRIBABLE:
             return []
         return self.execution.describe_sql(sql, count)
+
+    def _explain_semantic(self, command: cmd.ExplainSemantic) -> Result:
+        """The plan text as rows of one ``plan`` column, as ``con.sql("EXPLAIN SEMANTIC ...")``
+        returns it in-process; the explained statement passes the session's policy first."""
+        for parsed in st.parse(command.query):
+            self.db.policy.check(parsed)
+        with self.execution.busy():
+            text = self.execution.translated(
+                lambda: self.con.explain_semantic(
+                    self.db.rewrite(rewrite_catalog(command.query), self.con),
+                    analyze=command.analyze,
+                    verbose=command.verbose,
+                )
+            )
+        lines = pa.array(text.splitlines(), pa.string())
+        batch = pa.RecordBatch.from_arrays([lines], schema=_EXPLAIN_SCHEMA)
+        result = Result.of_rows("EXPLAIN", _EXPLAIN_SCHEMA, iter([batch]))
+        result.fixed_tag = "EXPLAIN"
+        return result
+
+    def _model_change(self, model: ModelStatement) -> Result:
+        """``CREATE``/``DROP MODEL``: the server's models, which every session shares."""
+        if not self.db.policy.external_access:
+            raise RefusedError(
+                "models are shared by every session and reach files or servers: register them "
+                "when starting the server (DUCKDB_SEM_MODELS=name=spec;...), or start it with "
+                "--external-access"
+            )
+        self.con.model_statement(model)
+        return Result.command(model.tag)
 
     def _replay(self, write: Write) -> None:
         sql, params = write
@@ -191,6 +245,8 @@ class Runner:
             result = self.run_statement(command.query, params)
             result.copy, result.tag_word = fmt, "COPY"
             return result
+        if isinstance(command, cmd.ExplainSemantic):
+            return self._explain_semantic(command)
         if isinstance(command, cmd.CopyIn):
             raise PlanError(
                 "COPY ... FROM STDIN is not supported by this server: use INSERT ... VALUES "

@@ -43,12 +43,16 @@ __all__ = ["SEMANTIC", "build_plan", "is_semantic"]
 ColumnsOf = Callable[[str], Sequence[str]]
 
 
-def build_plan(sql: str, columns_of: ColumnsOf) -> n.Node:
-    """The plan of ``sql`` as written; ``columns_of(table_sql)`` lists a table's columns."""
-    try:
-        tree = sqlglot.parse_one(sql, dialect="duckdb")
-    except sqlglot.errors.ParseError as err:
-        raise BindError(f"cannot parse SQL: {err}") from None
+def build_plan(sql: str | exp.Expr, columns_of: ColumnsOf) -> n.Node:
+    """The plan of ``sql`` (text, or the statement's sqlglot AST, which is only read) as
+    written; ``columns_of(table_sql)`` lists a table's columns."""
+    if isinstance(sql, exp.Expr):
+        tree = sql
+    else:
+        try:
+            tree = sqlglot.parse_one(sql, dialect="duckdb")
+        except sqlglot.errors.ParseError as err:
+            raise BindError(f"cannot parse SQL: {err}") from None
     if not isinstance(tree, exp.Select) or tree.args.get("with_"):
         raise PlanError("only a single SELECT (without WITH) is planned")
     for key in ("windows", "qualify", "pivots", "laterals", "prewhere", "sample"):
@@ -160,8 +164,8 @@ class _Builder:
                 continue
             if any(is_semantic(x) for x in c.walk()):
                 raise PlanError("a semantic call inside a WHERE expression is not planned")
-            sql, reads = self.scope.rewrite(c, where="WHERE")
-            pred = n.Predicate(sql, reads)
+            tree, reads = self.scope.rewrite(c, where="WHERE")
+            pred = n.Predicate(tree, reads)
             owners = {s.alias for s in self.scope.sources if reads & s.attrs}
             if reads & (map_attrs | nested):  # reads a sem_map output: above the map
                 late.append(pred)
@@ -209,7 +213,7 @@ class _Builder:
             mine = [p for p in join_preds if p.reads <= node.attrs | right.attrs]
             join_preds[:] = [p for p in join_preds if p not in mine]
             if mine:
-                cond = n.Predicate(" AND ".join(f"({p.sql})" for p in mine), _union(mine))
+                cond = n.Predicate(exp.and_(*(exp.paren(p.expr) for p in mine)), _union(mine))
                 node = n.Join(node, right, cond)
                 continue
             semi = next(
@@ -224,7 +228,7 @@ class _Builder:
                 node = n.Join(node, right)
             else:
                 sem_preds.remove(semi)
-                call = n.SemCall(semi.template, semi.args, OperatorKind.JOIN)
+                call = n.SemCall(semi.template, semi.args, OperatorKind.JOIN, options=semi.options)
                 node = n.SemJoin(node, right, call)
         if join_preds:
             raise PlanError("a join predicate reads tables it cannot see")

@@ -3,7 +3,8 @@
 A call's first argument is its prompt template; named fields (``{text}``, ``{r.text}``) or
 positional ones with plain column arguments (``'{0} and {1}', a, b``) are resolved against the
 query's :class:`~duckdb_sem.plan.scope.Scope` into attributes; ``sem_map`` and ``sem_agg`` may
-end with a string naming their output type.
+end with a string naming their output type; named arguments (``model := 'fast'``, ...) are
+read by :func:`~duckdb_sem.llm.call_options.split_options` into ``SemCall.options``.
 
 Example: ``sem_map('{r.text} in five words', 'VARCHAR')`` over a source ``r`` binds to
 ``SemCall('{0} in five words', ('r.text',), OperatorKind.MAP, 'VARCHAR')``.
@@ -16,6 +17,7 @@ from typing import TypeGuard
 from sqlglot import exp
 
 from duckdb_sem.errors import BindError, PlanError
+from duckdb_sem.llm.call_options import split_options
 from duckdb_sem.llm.request import OperatorKind
 from duckdb_sem.llm.template import parse_template
 from duckdb_sem.plan import nodes as n
@@ -34,13 +36,14 @@ def is_semantic(node: object) -> TypeGuard[exp.Anonymous]:
 def sem_call(call: exp.Anonymous, scope: Scope, kind: OperatorKind | None = None) -> n.SemCall:
     """The bound call; ``kind`` overrides the operator its name implies."""
     name = call.name.lower()
-    args = list(call.expressions)
+    args, _, options = split_options(call)
     where = f"{name}(...)"
     if not args or not isinstance(args[0], exp.Literal) or not args[0].is_string:
         raise BindError(f"{name} needs a prompt template as its first argument")
     template = parse_template(args[0].this)
     rest = args[1:]
     output_type: str | None = None
+    named = not template.is_positional
     if name in ("sem_map", "sem_agg") and rest and _is_string(rest[-1]):
         output_type = rest.pop().this
     if template.is_positional:
@@ -52,10 +55,10 @@ def sem_call(call: exp.Anonymous, scope: Scope, kind: OperatorKind | None = None
         template = template.positional()
     attrs = []
     for f in fields:
-        attr = scope.resolve(f, where=f"template {args[0].this!r}")
+        attr = scope.resolve(f, where=f"template {args[0].this!r}", template=named)
         assert attr is not None
         attrs.append(attr)
-    return n.SemCall(template.source, tuple(attrs), kind or SEMANTIC[name], output_type)
+    return n.SemCall(template.source, tuple(attrs), kind or SEMANTIC[name], output_type, options)
 
 
 def _is_string(node: exp.Expression) -> bool:

@@ -19,9 +19,6 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-import sqlglot
-from sqlglot import exp
-
 from duckdb_sem.plan.nodes import Aggregate, Limit, Node, Project, Scan, SemAgg, Sort
 
 __all__ = ["StopRule", "driving_scan", "split_sink", "stop_rule"]
@@ -70,22 +67,8 @@ def stop_rule(sink: list[Node], driving: Scan) -> StopRule | None:
         and isinstance(rest[0], Sort)
         and isinstance(rest[1], Project)
         and not rest[1].distinct
-        and all(_reads_only(key, driving.produces) for key in rest[0].keys)
+        and len(rest[0].key_reads) == len(rest[0].keys)
+        and all(r is not None and r <= driving.produces for r in rest[0].key_reads)
     ):
-        return StopRule(need, limit.offset, limit.limit, order=rest[0].keys)
+        return StopRule(need, limit.offset, limit.limit, order=rest[0].key_sql)
     return None
-
-
-def _reads_only(key: str, attrs: frozenset[str]) -> bool:
-    """Whether the ORDER BY key (SQL over quoted attributes) reads nothing but ``attrs``."""
-    try:
-        tree = sqlglot.parse_one(f"SELECT 1 ORDER BY {key}", read="duckdb")
-    except sqlglot.errors.ParseError:
-        return False
-    order = tree.args.get("order")
-    if order is None:
-        return False
-    columns = [c for c in order.find_all(exp.Column)]
-    if any(isinstance(n, exp.Subquery | exp.Select) for n in order.walk() if n is not order):
-        return False
-    return bool(columns) and all(c.name in attrs and not c.table for c in columns)

@@ -2,8 +2,9 @@
 
 Every node knows the attributes it ``reads`` and the new attributes it ``produces``; ``attrs``
 is the schema of its output. Attributes are physical column names: ``alias.column`` for base
-columns (e.g. ``r.text``) and the output name of a ``sem_map`` (e.g. ``topic``). Relational SQL
-fragments stored in nodes refer to attributes as quoted identifiers (``"r.text"``).
+columns (e.g. ``r.text``) and the output name of a ``sem_map`` (e.g. ``topic``). Relational
+expressions stored in nodes are sqlglot ASTs whose columns are quoted attributes (``"r.text"``),
+rendered to SQL once, when the runtime first needs them.
 
 Row-wise operators (``Filter``, ``SemFilter``, ``SemMap``) act on each row alone and may commute
 with each other and with inner joins; set-wise operators (``Aggregate``, ``Project`` with

@@ -1,9 +1,10 @@
 """Name resolution for plan building: which attribute a column or template field means.
 
-Base columns become ``alias.column`` attributes; a ``sem_map`` output is the attribute named by
-its alias. Select aliases (outside ``sem_map``) stay plain identifiers, for DuckDB to resolve in
-GROUP BY, HAVING and ORDER BY. A derived table (``(SELECT text AS body ...) AS r``) is a source
-whose names differ from its scan's columns: ``r.body`` means the attribute ``r.text``.
+Names are resolved by the one resolver of :mod:`.fields`. Base columns become ``alias.column``
+attributes; a ``sem_map`` output is the attribute named by its alias. Select aliases (outside
+``sem_map``) stay plain identifiers, for DuckDB to resolve in GROUP BY, HAVING and ORDER BY.
+A derived table (``(SELECT text AS body ...) AS r``) is a source whose names differ from its
+scan's columns: ``r.body`` means the attribute ``r.text``.
 """
 
 from __future__ import annotations
@@ -12,7 +13,8 @@ from dataclasses import dataclass, field
 
 from sqlglot import exp
 
-from duckdb_sem.errors import AmbiguousColumnError, PlanError, UnknownColumnError
+from duckdb_sem.errors import PlanError
+from duckdb_sem.plan.fields import Name, resolve
 
 __all__ = ["Scope", "Source"]
 
@@ -53,36 +55,23 @@ class Scope:
     maps: dict[str, str] = field(default_factory=dict)  # lower-case alias -> attribute
     select_aliases: set[str] = field(default_factory=set)  # lower-case
 
-    def resolve(self, name: str, *, where: str, aliases: bool = False) -> str | None:
-        """The attribute ``name`` (``col`` or ``alias.col``) means; None for a select alias."""
-        qualifier, _, column = name.rpartition(".")
-        qualifier, column = qualifier.strip('"'), column.strip('"')
-        if qualifier:
-            matches = [s for s in self.sources if s.name.lower() == qualifier.lower()]
-            if not matches:
-                have = ", ".join(s.name for s in self.sources)
-                raise UnknownColumnError(
-                    f"{where}: no table or alias {qualifier!r} in scope (have: {have})"
-                )
-        else:
-            matches = self.sources
-        hits = [(s, c, a) for s in matches for c, a in s.visible if c.lower() == column.lower()]
-        if len(hits) > 1:
-            options = " or ".join(f"{s.name}.{c}" for s, c, _ in hits)
-            raise AmbiguousColumnError(f"{where}: {name!r} is ambiguous; write {options}")
-        if hits:
-            return hits[0][2]
-        if not qualifier and column.lower() in self.maps:
-            return self.maps[column.lower()]
-        if not qualifier and aliases and column.lower() in self.select_aliases:
-            return None
-        available = ", ".join(sorted(f"{s.name}.{c}" for s in matches for c, _ in s.visible))
-        raise UnknownColumnError(f"{where}: unknown column {name!r}; available: {available}")
+    def resolve(
+        self, name: str, *, where: str, aliases: bool = False, template: bool = False
+    ) -> str | None:
+        """The attribute ``name`` (``col`` or ``alias.col``) means; None for a select alias.
+        ``template``: ``name`` is a template field (errors write it ``{col}``)."""
+        late: list[Name[str | None]] = [Name(alias, attr) for alias, attr in self.maps.items()]
+        if aliases:
+            late += [Name(alias, None) for alias in sorted(self.select_aliases)]
+        names: list[Name[str | None]] = [
+            Name(column, attr, (s.name,)) for s in self.sources for column, attr in s.visible
+        ]
+        return resolve(name, names, where=where, late=late, template=template)
 
     def rewrite(
         self, node: exp.Expr, *, where: str, aliases: bool = False
-    ) -> tuple[str, frozenset[str]]:
-        """SQL of ``node`` over quoted attributes, and the attributes it reads."""
+    ) -> tuple[exp.Expr, frozenset[str]]:
+        """A copy of ``node`` over quoted attributes, and the attributes it reads."""
         if any(isinstance(n, exp.Subquery | exp.Select) for n in node.walk()):
             raise PlanError(f"{where}: subqueries are planned by DuckDB alone (UDF path)")
         tree = node.copy()
@@ -101,5 +90,4 @@ class Scope:
                 tree = replacement
             else:
                 column.replace(replacement)
-        sql = tree.sql(dialect="duckdb", normalize_functions=False)
-        return sql, frozenset(reads)
+        return tree, frozenset(reads)

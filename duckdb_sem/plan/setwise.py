@@ -16,29 +16,39 @@ from dataclasses import dataclass
 from functools import cached_property
 from typing import ClassVar
 
+from sqlglot import exp
+
 from duckdb_sem.errors import PlanError
 from duckdb_sem.llm.request import OperatorKind
 from duckdb_sem.plan.base import Unary
-from duckdb_sem.plan.expressions import ProjectItem, SemCall, quote
+from duckdb_sem.plan.expressions import ProjectItem, SemCall, quote, render
 
 __all__ = ["Aggregate", "Limit", "Project", "SemAgg", "Sort"]
 
 
 @dataclass(frozen=True)
 class Aggregate(Unary):
-    """GROUP BY ``keys`` (SQL over attributes or select aliases) with an optional HAVING."""
+    """GROUP BY ``keys`` (ASTs over attributes or select aliases) with an optional HAVING."""
 
-    keys: tuple[str, ...]
-    having: str | None = None
+    keys: tuple[exp.Expr, ...]
+    having: exp.Expr | None = None
     key_reads: frozenset[str] = frozenset()
 
     @property
     def reads(self) -> frozenset[str]:
         return self.key_reads
 
+    @cached_property
+    def key_sql(self) -> tuple[str, ...]:
+        return tuple(render(k) for k in self.keys)
+
+    @cached_property
+    def having_sql(self) -> str | None:
+        return render(self.having) if self.having is not None else None
+
     def label(self) -> str:
-        having = f" HAVING {self.having}" if self.having else ""
-        return f"Aggregate BY {', '.join(self.keys) or '()'}{having}"
+        having = f" HAVING {self.having_sql}" if self.having_sql else ""
+        return f"Aggregate BY {', '.join(self.key_sql) or '()'}{having}"
 
 
 @dataclass(frozen=True)
@@ -65,10 +75,21 @@ class Project(Unary):
 
 @dataclass(frozen=True)
 class Sort(Unary):
-    keys: tuple[str, ...]
+    keys: tuple[exp.Expr, ...]  # ASTs over attributes or select aliases, with their direction
+    # per key, the attributes it reads; None for a key that reads a select-list alias or no
+    # column at all (so it is not known before the row-wise operators have run)
+    key_reads: tuple[frozenset[str] | None, ...] = ()
+
+    def __post_init__(self) -> None:
+        if self.key_reads and len(self.key_reads) != len(self.keys):
+            raise PlanError("a sort needs the reads of every key, or of none")
+
+    @cached_property
+    def key_sql(self) -> tuple[str, ...]:
+        return tuple(render(k) for k in self.keys)
 
     def label(self) -> str:
-        return f"Sort {', '.join(self.keys)}"
+        return f"Sort {', '.join(self.key_sql)}"
 
 
 @dataclass(frozen=True)

@@ -33,21 +33,23 @@ def build_sink(
             lists = []
             for j, attr in enumerate(call.args):
                 col = f"__sem_agg_{len(aggs)}_{j}"
-                project.append(n.ProjectItem(f"list({n.quote(attr)})", col, frozenset({attr})))
+                listed = exp.Anonymous(this="list", expressions=[exp.column(attr, quoted=True)])
+                project.append(n.ProjectItem(listed, col, frozenset({attr})))
                 lists.append(col)
-            aggs.append((n.SemCall(call.template, tuple(lists), call.kind, call.output_type), name))
+            agg = n.SemCall(call.template, tuple(lists), call.kind, call.output_type, call.options)
+            aggs.append((agg, name))
             continue
         if any(is_semantic(x) for x in expr.walk()):
             raise PlanError("sem_filter, sem_join and nested sem_agg are not planned in SELECT")
-        sql, reads = scope.rewrite(expr, where="SELECT")
-        project.append(n.ProjectItem(sql, name, reads))
+        item, reads = scope.rewrite(expr, where="SELECT")
+        project.append(n.ProjectItem(item, name, reads))
     group = tree.args.get("group")
     having = tree.args.get("having")
     has_agg = bool(aggs) or any(isinstance(x, exp.AggFunc) for e, _ in items for x in e.walk())
     if group is not None or having is not None or has_agg:
         keys, reads = _clause(group.expressions if group is not None else [], "GROUP BY", scope)
-        having_sql = _clause([having.this], "HAVING", scope)[0][0] if having is not None else None
-        node = n.Aggregate(node, tuple(keys), having_sql, reads)
+        having_expr = _clause([having.this], "HAVING", scope)[0][0] if having is not None else None
+        node = n.Aggregate(node, tuple(keys), having_expr, reads)
     node = n.Project(node, tuple(project), distinct=bool(tree.args.get("distinct")))
     order = tree.args.get("order")
     if order is not None:
@@ -57,7 +59,8 @@ def build_sink(
                 for c in key.find_all(exp.Column)
             ):
                 raise PlanError("ORDER BY a sem_agg result is not planned")
-        node = n.Sort(node, tuple(_clause(order.expressions, "ORDER BY", scope)[0]))
+        keys = _clause(order.expressions, "ORDER BY", scope)[0]
+        node = n.Sort(node, tuple(keys), tuple(_key_reads(k, scope) for k in order.expressions))
     limit, offset = tree.args.get("limit"), tree.args.get("offset")
     if limit is not None or offset is not None:
         node = n.Limit(node, _int(limit), _int(offset) or 0)
@@ -68,15 +71,27 @@ def build_sink(
 
 def _clause(
     exprs: list[exp.Expression], where: str, scope: Scope
-) -> tuple[list[str], frozenset[str]]:
-    out, reads = [], frozenset[str]()
+) -> tuple[list[exp.Expr], frozenset[str]]:
+    out: list[exp.Expr] = []
+    reads = frozenset[str]()
     for e in exprs:
         if any(is_semantic(x) for x in e.walk()):
             raise PlanError(f"a semantic call in {where} is not planned")
-        sql, r = scope.rewrite(e, where=where, aliases=True)
-        out.append(sql)
+        tree, r = scope.rewrite(e, where=where, aliases=True)
+        out.append(tree)
         reads |= r
     return out, reads
+
+
+def _key_reads(key: exp.Expr, scope: Scope) -> frozenset[str] | None:
+    """The attributes an ORDER BY key reads; None if it reads a select alias or no column."""
+    attrs = [
+        scope.resolve(".".join(p.name for p in c.parts), where="ORDER BY", aliases=True)
+        for c in key.find_all(exp.Column)
+    ]
+    if not attrs or any(a is None for a in attrs):
+        return None
+    return frozenset(a for a in attrs if a is not None)
 
 
 def _int(node: exp.Expression | None) -> int | None:

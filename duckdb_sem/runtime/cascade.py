@@ -147,7 +147,8 @@ def cascade_sem_filters(con: Any, plan: Node, engine: Any, query: Any, helper: H
             def target(args: Sequence[pa.Array]) -> pa.Array:
                 return engine.run_operator(call.kind, call.template, args,
                                            output_type=call.output_type, query=query,
-                                           label="sem_filter cascade sample")  # fmt: skip
+                                           label="sem_filter cascade sample",
+                                           options=call.options)  # fmt: skip
 
             learner = learn_filter(con, node, sql.rel(node.child, ()), helper, target, query,
                                    approximation)  # fmt: skip

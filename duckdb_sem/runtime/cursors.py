@@ -11,6 +11,8 @@ copies the settings of :data:`SESSION_SETTINGS` that differ between the two.
 from __future__ import annotations
 
 import contextlib
+import weakref
+from typing import Any
 
 import duckdb
 
@@ -37,13 +39,22 @@ def _settings(con: duckdb.DuckDBPyConnection) -> tuple[object, ...]:
     return tuple(rows[0]) if rows else ()
 
 
+# The settings of each cursor made here, and those a new cursor of it starts from: a cursor
+# of a cursor (the SEU loop's reader) then needs no query to learn either.
+_known: weakref.WeakKeyDictionary[Any, tuple[tuple[object, ...], tuple[object, ...]]] = (
+    weakref.WeakKeyDictionary()
+)
+
+
 def session_cursor(con: duckdb.DuckDBPyConnection) -> duckdb.DuckDBPyConnection:
     """A cursor of ``con`` with ``con``'s session settings."""
     cursor = con.cursor()
-    mine, fresh = _settings(con), _settings(cursor)
+    known = _known.get(con)
+    mine, fresh = known if known is not None else (_settings(con), _settings(cursor))
     for name, value, default in zip(SESSION_SETTINGS, mine, fresh, strict=False):
         if value is None or value == default:
             continue
         with contextlib.suppress(duckdb.Error):  # a setting a cursor may not change
             cursor.execute(f'SET "{name}" = $1', [str(value)])
+    _known[cursor] = (mine, fresh)
     return cursor

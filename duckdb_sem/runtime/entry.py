@@ -17,6 +17,7 @@ from typing import Any, Protocol
 
 import duckdb
 import pyarrow as pa
+from sqlglot import exp
 
 from duckdb_sem.backends.base import Backend
 from duckdb_sem.backends.registry import create_backend
@@ -84,7 +85,16 @@ def target_backend(engine: Any) -> Any:
     return backends[0] if backends else None
 
 
-def written_plan(con: Any, sql: str) -> Node:
+def model_backends(engine: Any) -> dict[str, Any]:
+    """The backend of each named model of an engine (by name), where it runs in process."""
+    models = getattr(engine, "models", None)
+    if models is None:
+        return {}
+    found = {name: models.backend(name) for name in models.names()[1:]}
+    return {name: backend for name, backend in found.items() if backend is not None}
+
+
+def written_plan(con: Any, sql: str | exp.Expr) -> Node:
     """The plan of ``sql`` as written (``PlanError`` for a shape the optimizer does not plan);
     nothing runs but DuckDB's ``LIMIT 0`` descriptions of the tables it reads."""
     raw = getattr(con, "duckdb", con)
@@ -117,7 +127,8 @@ def prepare(
     if options.estimator is not None and options.estimator_client is not None:
         via = scheduled_samples(options.estimator_client, query)
     profiler = Profiler(counter, options.estimator, sample_rows=options.sample_rows,
-                        seed=options.seed, via=via)  # fmt: skip
+                        seed=options.seed, via=via,
+                        targets=model_backends(engine))  # fmt: skip
     profile = profiler.profile_plan(raw, written)
     approximation = options.approximation
     if approximation is not None and approximation.allowed and query is not None:

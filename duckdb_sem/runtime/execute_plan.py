@@ -25,6 +25,7 @@ import duckdb
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from duckdb_sem.llm.call_options import DEFAULT_OPTIONS, CallOptions
 from duckdb_sem.llm.outputs import parse_type
 from duckdb_sem.llm.request import OperatorKind
 from duckdb_sem.optimizer.actuals import Actual
@@ -66,6 +67,7 @@ class Evaluator(Protocol):
         output_type: str | None = None,
         query: Any,
         label: str = "",
+        options: CallOptions = DEFAULT_OPTIONS,
     ) -> pa.Array: ...
 
 
@@ -277,7 +279,7 @@ class _Run:
     def _call(self, call: SemCall, args: Sequence[pa.Array], label: str) -> pa.Array:
         return self.engine.run_operator(
             call.kind, call.template, args, output_type=call.output_type, query=self.query,
-            label=label,
+            label=label, options=call.options,
         )  # fmt: skip
 
     def _note(self, path: Path, node: Node, **deltas: float) -> None:

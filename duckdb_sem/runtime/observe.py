@@ -14,6 +14,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from duckdb_sem.estimator.refine import Observation
+from duckdb_sem.llm.call_options import DEFAULT_OPTIONS, CallOptions
 from duckdb_sem.llm.request import OperatorKind
 from duckdb_sem.runtime.execute_plan import Evaluator
 
@@ -40,11 +41,13 @@ class ObservingEvaluator:
         output_type: str | None = None,
         query: Any,
         label: str = "",
+        options: CallOptions = DEFAULT_OPTIONS,
     ) -> pa.Array:
         before = query.stats() if query is not None else None
         out = self.engine.run_operator(
-            kind, template, args, output_type=output_type, query=query, label=label
-        )
+            kind, template, args, output_type=output_type, query=query, label=label,
+            options=options,
+        )  # fmt: skip
         sig = self.signatures.get(label)
         if sig is None:
             return out

@@ -20,6 +20,7 @@ import pyarrow as pa
 
 from duckdb_sem.backends.tokens import estimate_tokens
 from duckdb_sem.errors import QueryCancelledError, TemplateError
+from duckdb_sem.llm.call_options import DEFAULT_OPTIONS, CallOptions
 from duckdb_sem.llm.outputs import parse_type
 from duckdb_sem.llm.prompts import build_request
 from duckdb_sem.llm.render import render_column, render_lists
@@ -28,6 +29,7 @@ from duckdb_sem.llm.template import Template, parse_template
 from duckdb_sem.optimizer.cost import CostModel
 from duckdb_sem.runtime.context import Progress, QueryContext
 from duckdb_sem.runtime.embeddings import Embeddings
+from duckdb_sem.scheduler.models import Models
 from duckdb_sem.scheduler.seu import SEU, SchedulerClient, Served, SEUResult
 
 __all__ = ["AGG_CHUNK_CHARS", "SemEngine"]
@@ -40,13 +42,40 @@ AGG_CHUNK_CHARS = 4000
 
 
 class SemEngine:
+    """Runs operators on ``client`` (the connection's default model) or, for a call with
+    ``model :=``, on that model's client in ``models``."""
+
     def __init__(
-        self, client: SchedulerClient, *, batch_size: int = 64, embeddings: Embeddings | None = None
+        self,
+        client: SchedulerClient,
+        *,
+        batch_size: int = 64,
+        models: Models | None = None,
+        embeddings: Embeddings | None = None,
     ) -> None:
-        self.client = client
         self.batch_size = batch_size
+        self.models = models if models is not None else Models(client)
+        self.models.default = client
         #: the session's embedding model (sem_sim_join, sem_search, blocked joins), built lazily
         self.embeddings = embeddings
+
+    @property
+    def client(self) -> SchedulerClient:
+        """The default model's scheduler client (``models.default``)."""
+        return self.models.default
+
+    @client.setter
+    def client(self, value: SchedulerClient) -> None:
+        self.models.default = value
+
+    def cancel(self, query_id: str) -> None:
+        """Drop ``query_id``'s queued work on every model's scheduler."""
+        self.models.cancel(query_id)
+
+    def close(self) -> None:
+        """Release this engine's share of every model's scheduler."""
+        self.models.close()
+        self.client.close()
 
     def run_operator(
         self,
@@ -57,8 +86,11 @@ class SemEngine:
         output_type: str | None = None,
         query: QueryContext,
         label: str = "",
+        options: CallOptions = DEFAULT_OPTIONS,
     ) -> pa.Array:
-        """Answer ``template`` (positional fields ``{0}``…) for every row of ``args``."""
+        """Answer ``template`` (positional fields ``{0}``…) for every row of ``args``, on the
+        model ``options`` names (checked before anything is asked)."""
+        self.models.check(options.model)
         parsed = parse_template(template)
         if not parsed.is_positional:
             names = ", ".join("{" + f + "}" for f in parsed.fields if not f.isdigit())
@@ -76,7 +108,7 @@ class SemEngine:
             )
         label = label or f"sem_{kind.value}"
         if kind is OperatorKind.AGG:
-            return self._aggregate(parsed, args, output_type, query, label)
+            return self._aggregate(parsed, args, output_type, query, label, options)
         rows = len(args[0]) if args else 0
         columns = [render_column(a) for a in args]  # one renderer for every entry
         requests: list[LLMRequest | None] = []
@@ -86,8 +118,9 @@ class SemEngine:
                 requests.append(None)
                 continue
             rendered = parsed.render(values)  # type: ignore[arg-type]
-            requests.append(build_request(kind, rendered, output_type=output_type, template=parsed))
-        answers = self.answer(requests, query=query, label=label)
+            requests.append(build_request(kind, rendered, output_type=output_type,
+                                          template=parsed, options=options))  # fmt: skip
+        answers = self.answer(requests, query=query, label=label, model=options.model)
         arrow_type = (
             pa.bool_()
             if kind in (OperatorKind.FILTER, OperatorKind.JOIN)
@@ -96,10 +129,17 @@ class SemEngine:
         return pa.array([None if c is None else c.value for c in answers], type=arrow_type)
 
     def answer(
-        self, requests: Sequence[LLMRequest | None], *, query: QueryContext, label: str
+        self,
+        requests: Sequence[LLMRequest | None],
+        *,
+        query: QueryContext,
+        label: str,
+        model: str | None = None,
     ) -> list[Completion | None]:
-        """Completions for ``requests`` (None stays None), via memo, SEUs and the scheduler."""
-        backend_id = self.client.backend_id
+        """Completions for ``requests`` (None stays None), via memo, SEUs and the scheduler
+        of ``model`` (None: the default); its backend identity signs every request."""
+        client = self.models.client(model)
+        backend_id = client.backend_id
         sigs = [None if r is None else r.signature(backend_id) for r in requests]
         todo: dict[str, LLMRequest] = {}
         # this call's answers, kept here: the memo is bounded and may evict them meanwhile
@@ -129,7 +169,7 @@ class SemEngine:
                 query.budget.check(
                     query_id=query.query_id, calls_so_far=done_so_far.physical_calls,
                     tokens_so_far=done_so_far.physical_prompt_tokens, pending=chunk,
-                    cached=self._cached,
+                    cached=lambda sigs: _cached(client, sigs),
                 )  # fmt: skip
             if debug:  # -vv: one line per request, what is asked (the row as rendered)
                 for sig, r in chunk:
@@ -141,7 +181,7 @@ class SemEngine:
             seu = SEU(
                 query.query_id, label, tuple(r for _, r in chunk), remaining, query.connection
             )
-            result = self._wait(self.client.submit(seu), query)
+            result = self._wait(client.submit(seu), query, client)
             for (sig, _), completion, how in zip(
                 chunk, result.completions, result.served, strict=True
             ):
@@ -180,19 +220,14 @@ class SemEngine:
             out.append(answer)
         return out
 
-    def _cached(self, signatures: list[str]) -> set[str]:
-        """The signatures the client's cache answers (none known without a local cache)."""
-        cache = getattr(self.client, "cache", None)
-        if cache is None or not hasattr(cache, "get_many"):
-            return set()
-        return set(cache.get_many(signatures))
-
-    def _wait(self, future: Future[SEUResult], query: QueryContext) -> SEUResult:
+    def _wait(
+        self, future: Future[SEUResult], query: QueryContext, client: SchedulerClient
+    ) -> SEUResult:
         started = time.monotonic()
         try:
             while True:
                 if query.cancelled.is_set():
-                    self.client.cancel(query.query_id)
+                    client.cancel(query.query_id)
                     raise QueryCancelledError(f"query {query.query_id} was cancelled")
                 try:
                     return future.result(timeout=0.05)
@@ -208,6 +243,7 @@ class SemEngine:
         output_type: str | None,
         query: QueryContext,
         label: str,
+        options: CallOptions,
     ) -> pa.Array:
         groups = [render_lists(a) for a in args]
         results: list[Any] = []
@@ -216,7 +252,7 @@ class SemEngine:
             if not any(columns):
                 results.append(None)
                 continue
-            results.append(self._fold(template, columns, output_type, query, label))
+            results.append(self._fold(template, columns, output_type, query, label, options))
         return pa.array(results, type=parse_type(output_type or "VARCHAR").arrow)
 
     def _fold(
@@ -226,6 +262,7 @@ class SemEngine:
         output_type: str | None,
         query: QueryContext,
         label: str,
+        options: CallOptions,
     ) -> Any:
         """Aggregate records in chunks that fit the context, then the partial answers."""
         while True:
@@ -235,14 +272,23 @@ class SemEngine:
                     OperatorKind.AGG,
                     template.render([_numbered(col) for col in chunk]),
                     output_type=output_type if len(chunks) == 1 else None,
+                    options=options,
                 )
                 for chunk in chunks
             ]
-            answers = self.answer(requests, query=query, label=label)
+            answers = self.answer(requests, query=query, label=label, model=options.model)
             if len(chunks) == 1:
                 return None if answers[0] is None else answers[0].value
             partial = [str(a.value) for a in answers if a is not None and a.value is not None]
             columns = [partial] + [[] for _ in columns[1:]]
+
+
+def _cached(client: SchedulerClient, signatures: list[str]) -> set[str]:
+    """The signatures the client's cache answers (none known without a local cache)."""
+    cache = getattr(client, "cache", None)
+    if cache is None or not hasattr(cache, "get_many"):
+        return set()
+    return set(cache.get_many(signatures))
 
 
 def _chunk_records(columns: list[list[str]]) -> list[list[list[str]]]:

@@ -28,11 +28,11 @@ def sink_select(source: str, parts: dict[type, Node]) -> str:
     sql = f"SELECT {'DISTINCT ' if project.distinct else ''}{items} FROM ({source}) AS __in"
     agg = parts.get(Aggregate)
     if isinstance(agg, Aggregate):
-        sql += f" GROUP BY {', '.join(agg.keys)}" if agg.keys else ""
-        sql += f" HAVING {agg.having}" if agg.having else ""
+        sql += f" GROUP BY {', '.join(agg.key_sql)}" if agg.keys else ""
+        sql += f" HAVING {agg.having_sql}" if agg.having_sql else ""
     sort = parts.get(Sort)
     if isinstance(sort, Sort):
-        sql += f" ORDER BY {', '.join(sort.keys)}"
+        sql += f" ORDER BY {', '.join(sort.key_sql)}"
     limit = parts.get(Limit)
     if isinstance(limit, Limit):
         sql += f" LIMIT {limit.limit}" if limit.limit is not None else ""

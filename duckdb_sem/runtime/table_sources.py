@@ -22,6 +22,7 @@ from collections.abc import Callable, Iterator, Sequence
 import pyarrow as pa
 
 from duckdb_sem.errors import SemError
+from duckdb_sem.llm.call_options import DEFAULT_OPTIONS, CallOptions
 from duckdb_sem.llm.outputs import TypeSpec
 from duckdb_sem.llm.prompts import build_request
 from duckdb_sem.llm.render import render_column
@@ -133,6 +134,7 @@ def extract_batches(
     engine: SemEngine,
     query: Callable[[], QueryContext],
     batch_size: int,
+    options: CallOptions = DEFAULT_OPTIONS,
 ) -> Iterator[pa.RecordBatch]:
     """``sem_extract``: each input batch plus one column per struct field (NULL if unparsed)."""
     schema = extract_schema(table.schema, struct)
@@ -142,7 +144,7 @@ def extract_batches(
         args = [batch.column(batch.schema.get_field_index(c)) for c in columns]
         values = engine.run_operator(
             OperatorKind.MAP, template, args, output_type=struct.sql, query=query(),
-            label="sem_extract",
+            label="sem_extract", options=options,
         )  # fmt: skip
         if isinstance(values, pa.ChunkedArray):
             values = values.combine_chunks()
@@ -163,6 +165,7 @@ def topk_batches(
     *,
     engine: SemEngine,
     query: Callable[[], QueryContext],
+    options: CallOptions = DEFAULT_OPTIONS,
 ) -> Iterator[pa.RecordBatch]:
     """``sem_topk``: the ``k`` rows with the highest decision score, best first.
 
@@ -178,7 +181,8 @@ def topk_batches(
         requests.append(
             build_request(OperatorKind.FILTER, parsed.render(list(row)), template=parsed)
         )
-    answers = engine.answer(requests, query=query(), label="sem_topk")
+    engine.models.check(options.model)
+    answers = engine.answer(requests, query=query(), label="sem_topk", model=options.model)
     scores = [_score(a) for a in answers]
     order = sorted(range(len(scores)), key=lambda i: -scores[i])[:k]
     top = table.take(pa.array(order, type=pa.int64()))

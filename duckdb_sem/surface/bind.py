@@ -3,8 +3,9 @@
 Every semantic call with named fields becomes the explicit positional form that the UDFs
 registered by :func:`duckdb_sem.install` understand, and a typed ``sem_map`` becomes a call of
 the function registered for that type. All binding errors (unknown or ambiguous column, empty
-or malformed template, unsupported type) are raised here, before any LLM call. SQL without a
-semantic call is returned untouched.
+or malformed template, unsupported type, bad named argument) are raised here, before any LLM
+call. Named arguments (``model := 'fast'``, see :mod:`duckdb_sem.llm.call_options`) stay
+after the columns, for the macros to pass on. SQL without a semantic call is returned untouched.
 
 Example:
     ``SELECT sem_map('Gist of {text}', 'VARCHAR[]') FROM reviews r WHERE sem_filter('{r.text} is positive')``
@@ -22,11 +23,20 @@ from dataclasses import dataclass
 import sqlglot
 from sqlglot import exp
 
-from duckdb_sem.errors import AmbiguousColumnError, BindError, TemplateError, UnknownColumnError
+from duckdb_sem.errors import BindError, TemplateError
+from duckdb_sem.llm.call_options import split_options
 from duckdb_sem.llm.outputs import TypeSpec, parse_type
 from duckdb_sem.llm.template import Template, parse_template
+from duckdb_sem.plan.fields import Name, resolve
 
-__all__ = ["SEM_FUNCTIONS", "BoundQuery", "bind_sql", "has_semantic_call", "typed_map_function"]
+__all__ = [
+    "SEM_FUNCTIONS",
+    "BoundQuery",
+    "bind_sql",
+    "has_semantic_call",
+    "parse_statement",
+    "typed_map_function",
+]
 
 SEM_FUNCTIONS = ("sem_filter", "sem_map", "sem_join", "sem_agg")
 _QUICK = re.compile(r"\bsem_(filter|map|join|agg)\s*\(", re.IGNORECASE)
@@ -52,38 +62,47 @@ def typed_map_function(spec: TypeSpec) -> str:
     return f"__sem_map_{slug}"
 
 
-def bind_sql(sql: str, describe: Describe) -> BoundQuery:
-    """Rewrite ``sql`` so every semantic call is positional; see the module docstring."""
-    if not has_semantic_call(sql):
-        return BoundQuery(sql, (), semantic=False)
+def parse_statement(sql: str) -> exp.Expr:
+    """The sqlglot AST of the one statement in ``sql`` (``BindError`` saying what is wrong):
+    the front end parses a semantic statement once, and both roads read this tree."""
     try:
         statements = sqlglot.parse(sql, dialect="duckdb")
     except sqlglot.errors.ParseError as err:
         raise BindError(f"cannot parse SQL with a semantic call: {err}") from None
     if len(statements) != 1 or statements[0] is None:
         raise BindError("semantic SQL must be a single statement; run statements one at a time")
-    tree = statements[0]
+    return statements[0]
+
+
+def bind_sql(sql: str, describe: Describe, *, tree: exp.Expr | None = None) -> BoundQuery:
+    """Rewrite ``sql`` so every semantic call is positional; see the module docstring.
+    ``tree``: the statement's AST from :func:`parse_statement` (not parsed again; rewritten
+    in place)."""
+    if tree is None:
+        if not has_semantic_call(sql):
+            return BoundQuery(sql, (), semantic=False)
+        tree = parse_statement(sql)
     calls = [node for node in tree.find_all(exp.Anonymous) if node.name.lower() in SEM_FUNCTIONS]
     # Innermost first, so a subquery used as a source is already bound when it is described.
     calls.sort(key=lambda node: -node.depth)
     typed: dict[str, TypeSpec] = {}
     changed = False
     for call in calls:
-        spec = _bind_call(call, tree, describe)
-        changed = changed or spec is not None or _was_named(call)
+        spec, rewritten = _bind_call(call, tree, describe)
+        changed = changed or rewritten
         if spec is not None:
             typed[spec.sql] = spec
+    # SQL already in the explicit form runs as the user wrote it
     out = tree.sql(dialect="duckdb", normalize_functions=False) if changed else sql
-    return BoundQuery(out, tuple(typed.values()), semantic=True)
+    return BoundQuery(out, tuple(typed.values()), semantic=bool(calls))
 
 
-def _was_named(call: exp.Anonymous) -> bool:
-    return bool(call.meta.get("sem_rewritten"))
-
-
-def _bind_call(call: exp.Anonymous, root: exp.Expr, describe: Describe) -> TypeSpec | None:
+def _bind_call(
+    call: exp.Anonymous, root: exp.Expr, describe: Describe
+) -> tuple[TypeSpec | None, bool]:
+    """Rewrite ``call`` in place: (the typed map it needs, if any; whether it changed)."""
     name = call.name.lower()
-    args = list(call.expressions)
+    args, named, _ = split_options(call)
     if not args or not isinstance(args[0], exp.Literal) or not args[0].is_string:
         raise TemplateError(
             f"{name} needs a prompt template as a string literal first argument, "
@@ -92,6 +111,7 @@ def _bind_call(call: exp.Anonymous, root: exp.Expr, describe: Describe) -> TypeS
     template = parse_template(args[0].this)
     rest = args[1:]
     type_arg: str | None = None
+    was_positional = template.is_positional
     if template.is_positional:
         needed = len(template.distinct_fields())
         if name == "sem_map" and len(rest) == needed + 1 and _is_string(rest[-1]):
@@ -120,17 +140,16 @@ def _bind_call(call: exp.Anonymous, root: exp.Expr, describe: Describe) -> TypeS
             _resolve(field, scope, template, aliases) for field in template.distinct_fields()
         ]
         template = template.positional()
-        call.meta["sem_rewritten"] = True
     spec = parse_type(type_arg) if type_arg is not None else None
     new_args: list[exp.Expression] = [exp.Literal.string(template.source), *columns]
     if spec is not None and not spec.is_text:
         listed = exp.Array(expressions=[exp.cast(c.copy(), "VARCHAR") for c in columns])
         call.replace(
-            exp.Anonymous(this=typed_map_function(spec), expressions=[new_args[0], listed])
+            exp.Anonymous(this=typed_map_function(spec), expressions=[new_args[0], listed, *named])
         )
-        return spec
-    call.set("expressions", new_args)
-    return None
+        return spec, True
+    call.set("expressions", [*new_args, *named])
+    return None, not was_positional
 
 
 def _is_string(node: exp.Expression) -> bool:
@@ -182,33 +201,17 @@ def _select_aliases(call: exp.Expr) -> tuple[str, ...]:
 def _resolve(
     field: str, sources: list[_Source], template: Template, aliases: Sequence[str] = ()
 ) -> exp.Expression:
-    qualifier, _, column = field.rpartition(".")
-    column = column.strip('"')
-    if not qualifier and not any(c.lower() == column.lower() for s in sources for c in s.columns):
-        # {gist} may name a select-list alias, e.g. a sem_map result filtered in WHERE.
-        for alias in aliases:
-            if alias.lower() == column.lower():
-                return exp.column(alias, quoted=True)
-    candidates = [
-        s for s in sources if not qualifier or s.alias.lower() == qualifier.strip('"').lower()
+    """The column ``field`` means, by the one resolver (``plan.fields``); a select-list alias
+    (e.g. a ``sem_map`` result filtered in WHERE) when no source has such a column."""
+    names = [
+        Name(
+            column,
+            exp.column(column, table=s.alias or None, quoted=True),
+            (s.alias,) if s.alias else (),
+        )
+        for s in sources
+        for column in s.columns
     ]
-    if qualifier and not candidates:
-        known = ", ".join(s.alias for s in sources)
-        raise UnknownColumnError(
-            f"template {template.source!r}: no table or alias {qualifier!r} in scope (have: {known})"
-        )
-    hits = [(s, c) for s in candidates for c in s.columns if c.lower() == column.lower()]
-    if not hits:
-        available = ", ".join(
-            f"{s.alias}.{c}" if s.alias else c for s in candidates for c in s.columns
-        )
-        raise UnknownColumnError(
-            f"template {template.source!r}: unknown column {{{field}}}; available: {available}"
-        )
-    if len(hits) > 1:
-        options = " or ".join(f"{{{s.alias}.{c}}}" for s, c in hits)
-        raise AmbiguousColumnError(
-            f"template {template.source!r}: {{{field}}} is ambiguous; write {options}"
-        )
-    source, name = hits[0]
-    return exp.column(name, table=source.alias or None, quoted=True)
+    late = [Name(alias, exp.column(alias, quoted=True)) for alias in aliases]
+    target: exp.Expression = resolve(field, names, where=f"template {template.source!r}", late=late)
+    return target.copy()

@@ -25,7 +25,7 @@ from sqlglot import exp
 from sqlglot.dialects.duckdb import DuckDB
 from sqlglot.tokenizer_core import TokenType
 
-__all__ = ["inline_params", "literal"]
+__all__ = ["inline_into", "inline_params", "literal", "number_placeholders"]
 
 
 def literal(value: object) -> exp.Expr | None:
@@ -56,7 +56,7 @@ def literal(value: object) -> exp.Expr | None:
     return None
 
 
-def _numbered(sql: str) -> str:
+def number_placeholders(sql: str) -> str:
     """``sql`` with each ``?`` written ``$n`` in textual order (strings and comments untouched)."""
     tokens = [t for t in DuckDB().tokenize(sql) if t.token_type == TokenType.PLACEHOLDER]
     out, at, n = [], 0, 0
@@ -73,13 +73,24 @@ def _numbered(sql: str) -> str:
 
 def inline_params(sql: str, params: Sequence[object]) -> str | None:
     """``sql`` with its placeholders replaced by ``params`` as literals (None: cannot)."""
+    try:
+        tree = sqlglot.parse_one(number_placeholders(sql), dialect="duckdb")
+    except sqlglot.errors.ParseError:
+        return None
+    inlined = inline_into(tree, params)
+    if inlined is None:
+        return None
+    out: str = inlined.sql(dialect="duckdb", normalize_functions=False)
+    return out
+
+
+def inline_into(tree: exp.Expr, params: Sequence[object]) -> exp.Expr | None:
+    """A copy of ``tree`` (placeholders numbered: :func:`number_placeholders`) with each
+    ``$n`` replaced by the literal of ``params[n-1]``; None when that cannot be done exactly."""
     values = [literal(v) for v in params]
     if any(v is None for v in values):
         return None
-    try:
-        tree = sqlglot.parse_one(_numbered(sql), dialect="duckdb")
-    except sqlglot.errors.ParseError:
-        return None
+    tree = tree.copy()
     used: set[int] = set()
     for holder in list(tree.find_all(exp.Placeholder)):
         if holder.this is None or not str(holder.this).isdigit():
@@ -93,5 +104,4 @@ def inline_params(sql: str, params: Sequence[object]) -> str | None:
         used.add(index)
     if used != set(range(len(values))):
         return None
-    out: str = tree.sql(dialect="duckdb", normalize_functions=False)
-    return out
+    return tree

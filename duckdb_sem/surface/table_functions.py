@@ -17,6 +17,8 @@ function                                               rows
 :mod:`.similarity_calls`.
 
 An input is a table or view name (``'reviews'``) or a query (``'SELECT * FROM r WHERE ...'``).
+Each also takes the named arguments of :mod:`duckdb_sem.llm.call_options` after its three
+(``sem_topk('reviews', 3, '{text} ...', model := 'big')``).
 The scalar ``sem_join(template)`` of JOIN ON / WHERE is untouched: only a call in FROM is a
 table function.
 
@@ -34,9 +36,11 @@ from dataclasses import dataclass
 import sqlglot
 from sqlglot import exp
 
-from duckdb_sem.errors import AmbiguousColumnError, BindError, OutputTypeError, UnknownColumnError
+from duckdb_sem.errors import BindError, OutputTypeError
+from duckdb_sem.llm.call_options import DEFAULT_OPTIONS, CallOptions, split_options
 from duckdb_sem.llm.outputs import TypeSpec, parse_type
 from duckdb_sem.llm.template import Template, parse_template
+from duckdb_sem.plan.fields import Name, resolve
 from duckdb_sem.surface.similarity_calls import (
     SIMILARITY_FUNCTIONS,
     SimilarityCall,
@@ -56,7 +60,7 @@ __all__ = [
 TABLE_FUNCTIONS = ("sem_join", "sem_topk", "sem_extract", *SIMILARITY_FUNCTIONS)
 _QUICK = re.compile(r"\bsem_(join|topk|extract|sim_join|search)\s*\(", re.IGNORECASE)
 _QUERY = re.compile(r"^\s*(\(|select\b|with\b|from\b|values\b|table\b)", re.IGNORECASE)
-_SIDE_NAMES = ({"l", "left"}, {"r", "right"})
+_SIDE_NAMES = (("l", "left"), ("r", "right"))  # how a sem_join template names its inputs
 
 
 @dataclass(frozen=True, slots=True)
@@ -69,6 +73,7 @@ class TableCall:
     template: Template
     k: int | None = None
     struct: TypeSpec | None = None
+    options: CallOptions = DEFAULT_OPTIONS
 
 
 @dataclass(frozen=True, slots=True)
@@ -84,25 +89,30 @@ def has_table_function(sql: str) -> bool:
 
 
 def rewrite_table_functions(
-    sql: str, open_call: Callable[[TableCall | SimilarityCall, str], str]
+    sql: str,
+    open_call: Callable[[TableCall | SimilarityCall, str], str],
+    *,
+    tree: exp.Expr | None = None,
 ) -> str:
     """Replace every table function in ``sql`` by the name ``open_call(call, alias)`` returns.
 
     SQL without one is returned untouched. Errors (bad arguments) are raised for every call
-    before ``open_call`` runs for any.
+    before ``open_call`` runs for any. ``tree``: the statement's AST, rewritten in place
+    (parsed here when not given).
     """
     if not has_table_function(sql):
         return sql
-    try:
-        tree = sqlglot.parse_one(sql, dialect="duckdb")
-    except sqlglot.errors.ParseError as err:
-        raise BindError(f"cannot parse SQL with a semantic table function: {err}") from None
+    if tree is None:
+        try:
+            tree = sqlglot.parse_one(sql, dialect="duckdb")
+        except sqlglot.errors.ParseError as err:
+            raise BindError(f"cannot parse SQL with a semantic table function: {err}") from None
     found = [
         (table, call)
         for table in tree.find_all(exp.Table)
         if isinstance(call := table.this, exp.Anonymous)
         and call.name.lower() in TABLE_FUNCTIONS
-        and (call.name.lower() != "sem_join" or len(call.expressions) != 1)
+        and (call.name.lower() != "sem_join" or len(split_options(call)[0]) != 1)
     ]
     if not found:
         return sql
@@ -124,7 +134,7 @@ def rewrite_table_functions(
 def parse_table_call(node: exp.Anonymous) -> TableCall:
     """Validate the arguments of one table-function call (no LLM call, no DuckDB call)."""
     name = node.name.lower()
-    args = list(node.expressions)
+    args, _, options = split_options(node)
     usage = {
         "sem_join": "sem_join('left_table_or_query', 'right_table_or_query', '{l.col} ... {r.col}')",
         "sem_topk": "sem_topk('table_or_query', k, '{col} ...')",
@@ -134,17 +144,20 @@ def parse_table_call(node: exp.Anonymous) -> TableCall:
         raise BindError(f"{name} takes 3 arguments in FROM ({len(args)} given): {usage}")
     if name == "sem_join":
         left, right = (_input(a, name, usage) for a in args[:2])
-        return TableCall(name, (left[0], right[0]), (left[1], right[1]), _template(args[2], usage))
+        return TableCall(name, (left[0], right[0]), (left[1], right[1]), _template(args[2], usage),
+                         options=options)  # fmt: skip
     source, label = _input(args[0], name, usage)
     if name == "sem_topk":
-        return TableCall(name, (source,), (label,), _template(args[2], usage), k=_k(args[1]))
+        return TableCall(name, (source,), (label,), _template(args[2], usage), k=_k(args[1]),
+                         options=options)  # fmt: skip
     struct = parse_type(_string(args[2], name, "the output type", usage))
     if struct.kind != "struct":
         raise OutputTypeError(
             f"sem_extract needs a STRUCT type, got {struct.sql!r}; "
             "write e.g. 'STRUCT(name VARCHAR, year INTEGER)'"
         )
-    return TableCall(name, (source,), (label,), _template(args[1], usage), struct=struct)
+    return TableCall(name, (source,), (label,), _template(args[1], usage), struct=struct,
+                     options=options)  # fmt: skip
 
 
 def bind_fields(call: TableCall, columns: Sequence[Sequence[str]]) -> BoundFields:
@@ -155,34 +168,13 @@ def bind_fields(call: TableCall, columns: Sequence[Sequence[str]]) -> BoundField
             f"{call.name}: name columns in the template ({template.source!r}), e.g. '{{text}}'"
         )
     labels = [(lab or "").lower() for lab in call.labels]
-    names: list[set[str]] = []
+    names: list[Name[tuple[int, str]]] = []
     for i, label in enumerate(labels):
-        own = {label} if label and labels.count(label) == 1 else set()
-        names.append(own | (_SIDE_NAMES[i] if call.name == "sem_join" else set()))
-    refs: list[tuple[int, str]] = []
-    for field in template.distinct_fields():
-        qualifier, _, column = field.rpartition(".")
-        qualifier, column = qualifier.strip('"').lower(), column.strip('"')
-        sides = [i for i, n in enumerate(names) if not qualifier or qualifier in n]
-        if qualifier and not sides:
-            have = ", ".join(sorted(n for ns in names for n in ns))
-            raise UnknownColumnError(
-                f"{call.name} template {template.source!r}: no input named {qualifier!r} "
-                f"(have: {have})"
-            )
-        hits = [(i, c) for i in sides for c in columns[i] if c.lower() == column.lower()]
-        if not hits:
-            available = ", ".join(c for i in sides for c in columns[i])
-            raise UnknownColumnError(
-                f"{call.name} template {template.source!r}: unknown column {{{field}}}; "
-                f"available: {available}"
-            )
-        if len(hits) > 1:
-            raise AmbiguousColumnError(
-                f"{call.name} template {template.source!r}: {{{field}}} is in both inputs; "
-                f"write {{l.{column}}} or {{r.{column}}}"
-            )
-        refs.append(hits[0])
+        own = (label,) if label and labels.count(label) == 1 else ()
+        sides = _SIDE_NAMES[i] if call.name == "sem_join" else ()
+        names += [Name(c, (i, c), (*sides, *own)) for c in columns[i]]
+    where = f"{call.name} template {template.source!r}"
+    refs = [resolve(field, names, where=where) for field in template.distinct_fields()]
     return BoundFields(template.positional().source, tuple(refs))
 
 

@@ -1,9 +1,15 @@
 """Register the ``sem_*`` functions in a DuckDB connection.
 
 Each semantic function is a vectorized (Arrow) Python UDF taking the template and the row's
-values as a ``VARCHAR[]``; SQL macros with one overload per arity give users the explicit form
-``sem_filter('... {0} ... {1}', col_a, col_b)``. ``sem_agg`` is a macro over DuckDB's ``list()``
-aggregate feeding a scalar UDF, since DuckDB's Python client has no aggregate UDFs.
+values as a ``VARCHAR[]``; an SQL macro whose column parameters ``a0`` ... ``a7`` default to
+NULL gives users the explicit form ``sem_filter('... {0} ... {1}', col_a, col_b)`` (it passes
+how many were given, read from ``typeof`` at bind time, so a column that is NULL still counts). ``sem_agg`` is a macro over DuckDB's ``list()``
+aggregate feeding a scalar UDF, since DuckDB's Python client has no aggregate UDFs. Every
+macro also takes the named arguments ``model :=``, ``temperature :=`` and ``max_tokens :=``
+(:mod:`duckdb_sem.llm.call_options`), passed to the UDF as three more arguments (NULL when
+not given), so ``sem_map('{0} in 3 words', title, model := 'fast')`` works in a plain
+connection too. (One macro rather than an overload per arity: DuckDB lets a defaulted
+parameter be given by position, so overloads with the named arguments would be ambiguous.)
 
 ==========================================  =======================================
 function                                    returns
@@ -22,16 +28,20 @@ import contextlib
 import itertools
 import threading
 from collections.abc import Callable
+from typing import Any
 
 import duckdb
 import duckdb.func
 import pyarrow as pa
+import pyarrow.compute as pc
 
-from duckdb_sem.errors import SemError
+from duckdb_sem.errors import BindError, SemError
+from duckdb_sem.llm.call_options import CallOptions
 from duckdb_sem.llm.outputs import TypeSpec, parse_type
 from duckdb_sem.llm.request import OperatorKind
 from duckdb_sem.runtime.context import QueryContext
 from duckdb_sem.runtime.operators import SemEngine
+from duckdb_sem.surface.aliases import ALIASES
 from duckdb_sem.surface.bind import typed_map_function
 
 __all__ = ["MAX_COLUMNS", "PLAIN_TYPED_MAPS", "SemSession"]
@@ -45,6 +55,18 @@ PLAIN_TYPED_MAPS = {
     "boolean": "BOOLEAN",
     "list": "VARCHAR[]",
 }
+#: the named arguments every macro takes, with their defaults, and the UDF's argument types
+_OPTION_PARAMS = "model := NULL, temperature := NULL, max_tokens := NULL"
+_OPTION_ARGS = "model, temperature, max_tokens"
+_OPTION_TYPES = ["VARCHAR", "DOUBLE", "BIGINT"]
+#: the number of column arguments a macro call was given (typeof is constant, folded at bind)
+_GIVEN = (
+    "CASE "
+    + " ".join(
+        f"WHEN typeof(a{i}) <> '\"NULL\"' THEN {i + 1}" for i in reversed(range(MAX_COLUMNS))
+    )
+    + " ELSE 0 END"
+)
 
 
 _session_ids = itertools.count(1)
@@ -53,10 +75,18 @@ _session_ids = itertools.count(1)
 class SemSession:
     """The duckdb-sem state attached to one DuckDB connection: engine, current query, errors."""
 
-    def __init__(self, con: duckdb.DuckDBPyConnection, engine: SemEngine) -> None:
+    def __init__(
+        self, con: duckdb.DuckDBPyConnection, engine: SemEngine, *, budget: Any = None
+    ) -> None:
         self.con = con
         self.engine = engine
-        self.query = QueryContext()
+        #: limits of each query's backend work (``runtime.budget.Budget``) when a new query
+        #: names none: how ``install(con, max_llm_calls=...)`` bounds the UDF path
+        self.budget = budget
+        self.query = QueryContext(budget=budget)
+        #: a session whose queries are another session's current one (a cursor that reads a
+        #: table function's input while the statement runs: same stats, budget, cancellation)
+        self.follows: SemSession | None = None
         self.last_error: SemError | None = None
         self._registered: set[str] = set()
         self._lock = threading.Lock()
@@ -68,6 +98,12 @@ class SemSession:
         self._define_lock = threading.RLock()
 
     def new_query(self, **kwargs: object) -> QueryContext:
+        if self.follows is not None:
+            self.query = self.follows.query
+            self.last_error = None
+            return self.query
+        if kwargs.get("budget") is None:
+            kwargs["budget"] = self.budget
         self.query = QueryContext(**kwargs)  # type: ignore[arg-type]
         self.last_error = None
         return self.query
@@ -95,11 +131,15 @@ class SemSession:
         ):
             aggregate = kind is OperatorKind.AGG
             udf = self._udf(f"__semudf_{op}", kind, return_type, None, list_of_lists=aggregate)
-            self._macro(f"sem_{op}", udf, "list([{}])" if aggregate else "[{}]")
+            wrap = "list([{}])" if aggregate else "[{}]"
+            self._macro(f"sem_{op}", udf, wrap)
+            for alias in (a for a, name in ALIASES.items() if name == f"sem_{op}"):
+                self._macro(alias, udf, wrap)  # ai_filter, llm_complete, ...: the same function
         for short, sql_type in PLAIN_TYPED_MAPS.items():
             spec = parse_type(sql_type)
             self.ensure_typed_map(spec)
-            self._macro(f"sem_map_{short}", typed_map_function(spec), "[{}]")
+            udf = f"system.main.{_typed_udf(spec)}{self._suffix}"
+            self._macro(f"sem_map_{short}", udf, "[{}]")
 
     def uninstall(self) -> None:
         """Drop this session's UDFs from the database (other connections may stay open).
@@ -114,10 +154,10 @@ class SemSession:
         self._registered.clear()
 
     def release(self) -> None:
-        """Give back this session's share of the scheduler (the last share closes it); a shared
-        session outlives the cursors that close and keeps it."""
+        """Give back this session's share of each model's scheduler (the last share closes
+        it); a shared session outlives the cursors that close and keeps it."""
         if not self._shared:
-            self.engine.client.close()
+            self.engine.close()
             if self.engine.embeddings is not None:
                 self.engine.embeddings.close()
 
@@ -125,10 +165,12 @@ class SemSession:
         """Register the function that returns ``spec`` (idempotent): a UDF behind a macro."""
         name = typed_map_function(spec)
         with self._define_lock:
-            udf = self._udf(f"__semudf{name[len('__sem') :]}", OperatorKind.MAP, spec.sql, spec.sql)
+            udf = self._udf(_typed_udf(spec), OperatorKind.MAP, spec.sql, spec.sql)
             if udf is not None:
                 self._define(
-                    name, f"CREATE OR REPLACE {self._temp}MACRO {name}(t, v) AS {udf}(t, v)"
+                    name,
+                    f"CREATE OR REPLACE {self._temp}MACRO {name}(t, v, {_OPTION_PARAMS}) "
+                    f"AS {udf}(t, v, NULL, {_OPTION_ARGS})",
                 )
             else:
                 self._ensure_defined(name)
@@ -153,19 +195,15 @@ class SemSession:
     def _macro(self, name: str, target: str | None, wrap: str) -> None:
         if target is None:
             return
-        overloads = []
-        for n in range(MAX_COLUMNS + 1):
-            params = ", ".join(["t", *(f"a{i}" for i in range(n))])
-            values = ", ".join(f"a{i}::VARCHAR" for i in range(n))
-            listed = (
-                wrap.format(values)
-                if n
-                else "[]::VARCHAR[]"
-                if wrap == "[{}]"
-                else "[]::VARCHAR[][]"
-            )
-            overloads.append(f"({params}) AS {target}(t, {listed})")
-        self._define(name, f"CREATE OR REPLACE {self._temp}MACRO {name}" + ", ".join(overloads))
+        params = ", ".join(["t", *(f"a{i} := NULL" for i in range(MAX_COLUMNS)), _OPTION_PARAMS])
+        listed = wrap.format(", ".join(f"a{i}::VARCHAR" for i in range(MAX_COLUMNS)))
+        # in an aggregate the column count is read inside one too (the binder wants it so)
+        given = _GIVEN if wrap == "[{}]" else f"any_value({_GIVEN})"
+        self._define(
+            name,
+            f"CREATE OR REPLACE {self._temp}MACRO {name}({params}) "
+            f"AS {target}(t, {listed}, {given}, {_OPTION_ARGS})",
+        )
 
     def _udf(
         self,
@@ -187,7 +225,7 @@ class SemSession:
         self.con.create_function(
             full,
             self._make_udf(kind, output_type, label),
-            ["VARCHAR", arg_type],
+            ["VARCHAR", arg_type, "INTEGER", *_OPTION_TYPES],
             return_type,
             type=duckdb.func.ARROW,
             null_handling=duckdb.func.SPECIAL,
@@ -198,10 +236,18 @@ class SemSession:
 
     def _make_udf(
         self, kind: OperatorKind, output_type: str | None, name: str
-    ) -> Callable[[pa.Array, pa.Array], pa.Array]:
-        def udf(templates: pa.Array, values: pa.Array) -> pa.Array:
+    ) -> Callable[..., pa.Array]:
+        def udf(
+            templates: pa.Array,
+            values: pa.Array,
+            given: pa.Array,
+            model: pa.Array,
+            temperature: pa.Array,
+            max_tokens: pa.Array,
+        ) -> pa.Array:
+            options = (given, model, temperature, max_tokens)
             try:
-                return self._evaluate(kind, output_type, name, templates, values)
+                return self._evaluate(kind, output_type, name, templates, values, options)
             except SemError as err:
                 self.last_error = err
                 raise
@@ -215,22 +261,32 @@ class SemSession:
         name: str,
         templates: pa.Array,
         values: pa.Array,
+        options: tuple[pa.Array, ...] = (),
     ) -> pa.Array:
         if isinstance(templates, pa.ChunkedArray):
             templates = templates.combine_chunks()
         if isinstance(values, pa.ChunkedArray):
             values = values.combine_chunks()
-        texts = templates.to_pylist()
-        distinct = list(dict.fromkeys(texts))
-        if len(distinct) == 1 and distinct[0] is not None:
-            return self._run_one(kind, output_type, name, distinct[0], values)
-        # Several templates in one batch (rare): run each group, then scatter back.
+        # (template, columns given, model, temperature, max_tokens): constants in a query
+        arrays = [_combined(a) for a in (templates, *options)]
+        uniques = [pc.unique(a) for a in arrays]
+        if all(len(u) == 1 for u in uniques) and uniques[0][0].is_valid:
+            key = tuple(u[0].as_py() for u in uniques)
+            return self._run_one(kind, output_type, name, key[0], values, _options(name, key))
+        texts = arrays[0].to_pylist()
+        keys = list(zip(*(a.to_pylist() for a in arrays), strict=True))
+        distinct = list(dict.fromkeys(keys))
+        if len(distinct) == 1 and distinct[0][0] is not None:
+            key = distinct[0]
+            return self._run_one(kind, output_type, name, key[0], values, _options(name, key))
+        # Several templates or options in one batch (rare): run each group, then scatter back.
         out: list[object] = [None] * len(texts)
-        for template in distinct:
-            if template is None:
+        for key in distinct:
+            if key[0] is None:
                 continue
-            idx = [i for i, t in enumerate(texts) if t == template]
-            part = self._run_one(kind, output_type, name, template, values.take(pa.array(idx)))
+            idx = [i for i, k in enumerate(keys) if k == key]
+            part = self._run_one(kind, output_type, name, key[0], values.take(pa.array(idx)),
+                                 _options(name, key))  # fmt: skip
             for i, value in zip(idx, part.to_pylist(), strict=True):
                 out[i] = value
         arrow_type = (
@@ -247,24 +303,24 @@ class SemSession:
         name: str,
         template: str,
         values: pa.Array,
+        given: tuple[int | None, CallOptions],
     ) -> pa.Array:
-        rows = values.to_pylist()
+        count, options = given
         columns: list[pa.Array]
-        if kind is OperatorKind.AGG:
+        if kind is not OperatorKind.AGG:
+            columns = _columns(values, count)
+        elif values.null_count == len(values):
+            # no input rows at all (list() of nothing is NULL): NULL, as any aggregate's
+            return pa.nulls(len(values), type=parse_type(output_type or "VARCHAR").arrow)
+        else:
+            rows = values.to_pylist()
             # Each group is a list of records, each record the list of its column values.
             width = max((len(rec) for g in rows if g for rec in g if rec is not None), default=0)
+            width = width if count is None else count  # the macro's padding is not a column
             columns = [
                 pa.array(
                     [None if g is None else [rec[i] for rec in g if rec is not None] for g in rows],
                     type=pa.list_(pa.string()),
-                )
-                for i in range(width)
-            ]
-        else:
-            width = max((len(r) for r in rows if r is not None), default=0)
-            columns = [
-                pa.array(
-                    [None if r is None or i >= len(r) else r[i] for r in rows], type=pa.string()
                 )
                 for i in range(width)
             ]
@@ -275,4 +331,42 @@ class SemSession:
             output_type=output_type,
             query=self.query,
             label=name,
+            options=options,
         )
+
+
+def _combined(array: pa.Array) -> pa.Array:
+    return array.combine_chunks() if isinstance(array, pa.ChunkedArray) else array
+
+
+def _columns(values: pa.Array, count: int | None) -> list[pa.Array]:
+    """Element ``i`` of every row's list, one string array per column given (``count``; None:
+    as many as the longest list), taken by Arrow when every list is that long."""
+    lengths = pc.fill_null(pc.list_value_length(values), 0)
+    width = int(pc.max(lengths).as_py() or 0) if count is None else count
+    if not len(values) or pc.min(lengths).as_py() >= width:
+        return [pc.list_element(values, i).cast(pa.string()) for i in range(width)]
+    rows = values.to_pylist()  # ragged or NULL lists (not from the macros): row by row
+    return [
+        pa.array([None if r is None or i >= len(r) else r[i] for r in rows], type=pa.string())
+        for i in range(width)
+    ]
+
+
+def _typed_udf(spec: TypeSpec) -> str:
+    """The UDF behind the typed map ``spec`` (before the session suffix)."""
+    return f"__semudf{typed_map_function(spec)[len('__sem') :]}"
+
+
+def _options(name: str, key: tuple[object, ...]) -> tuple[int | None, CallOptions]:
+    """A UDF row's column count and named arguments (as its macro passed them), checked."""
+    count, model, temperature, max_tokens = (*key[1:], None, None, None, None)[:4]
+    if model is not None and not isinstance(model, str):
+        raise BindError(f"{name}: model := takes a model name, e.g. model := 'fast'")
+    options = CallOptions(
+        model=model,
+        temperature=None if temperature is None else float(temperature),  # type: ignore[arg-type]
+        max_tokens=None if max_tokens is None else int(max_tokens),  # type: ignore[call-overload]
+    )
+    options.check_for(name)
+    return (None if count is None else int(count)), options  # type: ignore[call-overload]

@@ -34,6 +34,7 @@ class RuleEvaluator:
         output_type: str | None = None,
         query: Any = None,
         label: str = "",
+        options: Any = None,
     ) -> pa.Array:
         parsed = parse_template(template)
         columns = [a.to_pylist() for a in args]

@@ -20,6 +20,7 @@ from test_optimizer_fixtures import CASES, FIXTURES
 import duckdb_sem
 from duckdb_sem.backends.rules import RuleBackend
 from duckdb_sem.runtime import RuntimeOptions
+from duckdb_sem.surface.bind import bind_sql
 
 EXECUTED = [c for c in CASES if c.execute and c.udf]
 
@@ -48,7 +49,7 @@ def test_every_entry_returns_the_same_rows(case: Any) -> None:
     adaptive.duckdb.execute(schema)
     names = adaptive.sql(case.sql).columns
     expected = ordered(adaptive.sql(case.sql).fetchall(), case.sql, names)
-    explicit = adaptive._prepare(case.sql).sql  # the {col} fields bound to positions
+    explicit = bind_sql(case.sql, adaptive._describe).sql  # the {col} fields bound to positions
 
     static = duckdb_sem.connect(backend=oracle, cache="off")
     static.duckdb.execute(schema)

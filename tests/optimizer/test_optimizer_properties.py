@@ -34,6 +34,7 @@ from duckdb_sem.plan import (
     Sort,
     quote,
 )
+from duckdb_sem.plan.expressions import parse_sql
 from duckdb_sem.runtime import execute_plan
 
 COLUMNS = ("id", "k", "text")
@@ -47,7 +48,9 @@ def operator_trees(draw: st.DrawFn, max_ops: int = 4, max_tables: int = 3) -> No
         right = Scan(f"t{i}", f"t{i}", COLUMNS)
         kind = draw(st.sampled_from(["equi", "cross", "sem"]))
         if kind == "equi":
-            cond = Predicate(f'"t{i - 1}.k" = "t{i}.k"', frozenset({f"t{i - 1}.k", f"t{i}.k"}))
+            cond = Predicate.parse(
+                f'"t{i - 1}.k" = "t{i}.k"', frozenset({f"t{i - 1}.k", f"t{i}.k"})
+            )
             node = Join(node, right, cond)
         elif kind == "cross":
             node = Join(node, right)
@@ -68,12 +71,12 @@ def operator_trees(draw: st.DrawFn, max_ops: int = 4, max_tables: int = 3) -> No
             node = SemFilter(node, SemCall(f"{{0}} {{1}} f{j}", ("t0.text", f"t{tables - 1}.text")))
         elif what == "rel" and maps:
             m = draw(st.sampled_from(maps))
-            node = Filter(node, Predicate(f"length({quote(m)}) > 12", frozenset({m})))
+            node = Filter(node, Predicate.parse(f"length({quote(m)}) > 12", frozenset({m})))
         else:
             node = SemFilter(node, SemCall(f"{{0}} f{j}", (table,)))
-    items = tuple(ProjectItem(quote(a), a, frozenset({a})) for a in sorted(node.attrs))
+    items = tuple(ProjectItem.parse(quote(a), a, frozenset({a})) for a in sorted(node.attrs))
     project = Project(node, items)
-    return Sort(project, tuple(quote(i.name) for i in items))
+    return Sort(project, tuple(parse_sql(quote(i.name)) for i in items))
 
 
 FAST = settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])

@@ -76,5 +76,5 @@ def test_unsupported_shapes_raise_plan_error(sql: str) -> None:
 def test_binding_errors() -> None:
     with pytest.raises(UnknownColumnError, match="nope"):
         build("SELECT * FROM reviews WHERE sem_filter('{nope} good')")
-    with pytest.raises(AmbiguousColumnError, match=r"r\.id or m\.id"):
+    with pytest.raises(AmbiguousColumnError, match=r"\{r\.id\} or \{m\.id\}"):
         build("SELECT * FROM reviews r, movies m WHERE sem_filter('{id} good')")

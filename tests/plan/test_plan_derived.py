@@ -141,7 +141,7 @@ def test_select_list_of_a_derived_table_with_a_star() -> None:
 
 
 def test_binding_errors_in_and_around_derived_tables() -> None:
-    with pytest.raises(AmbiguousColumnError, match=r"r\.id or m\.id"):
+    with pytest.raises(AmbiguousColumnError, match=r"\{r\.id\} or \{m\.id\}"):
         build("SELECT 1 FROM (SELECT id FROM reviews) r, movies m WHERE sem_filter('{id} x')")
     with pytest.raises(UnknownColumnError, match="reviews"):  # inside, the table's name is x
         build("SELECT * FROM (SELECT id FROM reviews x WHERE reviews.id > 1) r "

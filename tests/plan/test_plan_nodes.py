@@ -47,7 +47,7 @@ def test_templates_must_use_every_argument() -> None:
 
 def test_scan_filters_read_only_the_scan() -> None:
     with pytest.raises(PlanError, match="outside"):
-        Scan("reviews", "r", ("id",), (Predicate('"m.id" > 1', frozenset({"m.id"})),))
+        Scan("reviews", "r", ("id",), (Predicate.parse('"m.id" > 1', frozenset({"m.id"})),))
 
 
 def test_nodes_are_values() -> None:

@@ -64,3 +64,21 @@ def test_budget_from_the_environment_and_bad_values(
     monkeypatch.setenv("DUCKDB_SEM_MAX_LLM_CALLS", "-1")
     with pytest.raises(ConfigError, match=">= 0"):
         duckdb_sem.connect(backend=RuleBackend(), cache="off")
+
+
+def test_install_takes_the_same_budget(tmp_path: Path) -> None:
+    """``install(con, max_llm_calls=...)``: the UDF road in a plain DuckDB connection is bounded
+    like ``connect()``'s, from one ``session.new_query()`` to the next."""
+    import duckdb
+
+    oracle = RuleBackend(hash_share=0.5)
+    db = duckdb.connect()
+    session = duckdb_sem.install(db, backend=oracle, cache="off", max_llm_calls=50)
+    db.execute("CREATE TABLE t AS SELECT range AS id, 'row ' || range AS txt FROM range(300)")
+    with pytest.raises(duckdb.Error, match="max_llm_calls=50"):
+        db.sql("SELECT id FROM t WHERE sem_filter('Is {0} fine?', txt)").fetchall()
+    assert oracle.calls <= 50  # refused before passing it (a whole batch would)
+    session.new_query()
+    rows = db.sql("SELECT id FROM t WHERE id < 20 AND sem_filter('Is {0} fine?', txt)").fetchall()
+    assert 0 < len(rows) < 20
+    assert oracle.calls == 20

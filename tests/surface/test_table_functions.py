@@ -152,3 +152,25 @@ def test_parse_and_bind_without_a_connection() -> None:
     bound = bind_fields(call, [["id", "text"], ["title", "text"]])
     assert bound.template == "{0} / {1}"
     assert bound.refs == ((0, "text"), (1, "title"))
+
+
+def test_an_input_with_a_semantic_call_is_read_when_rows_are_pulled(
+    rules: RuleBackend, tmp_path: Path
+) -> None:
+    """Opening the statement (``con.sql``, columns) makes no LLM call; the input's filter runs
+    when rows are fetched, and its calls are the query's own in ``con.stats()``."""
+    con = duckdb_sem.connect(backend=rules, cache=str(tmp_path / "c.sqlite"))
+    con.execute(
+        "CREATE TABLE t AS SELECT range AS id, 'row ' || range || "
+        "CASE WHEN range % 2 = 0 THEN ' good' ELSE ' dull' END AS text FROM range(40)"
+    )
+    rel = con.sql(
+        "SELECT id, sem_rank FROM sem_topk('SELECT id, text FROM t "
+        "WHERE sem_filter(''{text} is kept'')', 3, '{text} is nice') ORDER BY sem_rank"
+    )
+    assert rel.columns == ["id", "sem_rank"]
+    assert rules.calls == 0
+    rows = rel.fetchall()
+    assert [r[1] for r in rows] == [1, 2, 3] and all(r[0] % 2 == 0 for r in rows)
+    assert rules.calls == 40 + 20  # the input's filter on every row, the ranking on the kept
+    assert con.stats().llm_calls == 60

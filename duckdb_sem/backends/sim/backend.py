@@ -47,6 +47,7 @@ from duckdb_sem.backends.sim.oracles import (
     unit_hash,
 )
 from duckdb_sem.backends.sim.profiles import SimProfile, get_profile
+from duckdb_sem.backends.throughput import Throughput
 from duckdb_sem.errors import ConfigError
 from duckdb_sem.llm.outputs import OutputParseError, parse_type
 from duckdb_sem.llm.request import Completion, LLMRequest, Task
@@ -134,6 +135,17 @@ class SimBackend(Backend):
 
     def count_tokens(self, text: str) -> int:
         return estimate_tokens(text)
+
+    def throughput(self) -> Throughput:
+        """The profile's prefill rate and its decode rate at a full batch (simulated time)."""
+        p = self.profile
+        return Throughput(
+            p.prefill_tokens_per_s,
+            p.decode_tokens_per_s_max,
+            source=f"SIMULATED profile {p.name} ({p.model} on {p.hardware}): prefill "
+            f"{p.prefill_tokens_per_s:,.0f} tok/s, decode {p.decode_tokens_per_s_max:,.0f} tok/s "
+            f"at {p.max_num_seqs} sequences; simulated seconds",
+        )
 
     def describe(self) -> str:
         return f"SIMULATED {self.spec} ({self.profile.summary()}; oracle {self.oracle.identity})"

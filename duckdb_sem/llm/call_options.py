@@ -1,0 +1,212 @@
+"""Per-call options of a semantic function: ``model :=``, ``temperature :=``, ``max_tokens :=``.
+
+Every ``sem_*`` function takes them as named arguments after its positional ones, in DuckDB's
+``name := value`` form (``=>`` is read the same way); each value is a literal. They are parsed
+here, in one place, for every entry: the binder, the plan builder, the table functions, the
+relation API (which writes them) and the UDFs (which receive them from their macros).
+
+- ``model``: a model registered on the connection (``connect(models=...)``,
+  ``CREATE MODEL``); ``'default'`` is the connection's own backend.
+- ``temperature`` (>= 0) and ``max_tokens`` (>= 1): decoding of generated answers
+  (``sem_map``, ``sem_agg``, ``sem_extract``). A decision (``sem_filter``, ``sem_join``,
+  ``sem_topk``) is read from the yes/no tokens' log-probabilities, which neither changes, so
+  there they are an error rather than silently ignored.
+
+Both are part of every request's decoding parameters, hence of its signature and cache key.
+
+Example:
+    ``sem_map('{title} in 3 words', model := 'big', temperature := 0.2, max_tokens := 16)``
+    gives ``CallOptions(model='big', temperature=0.2, max_tokens=16)``.
+"""
+
+from __future__ import annotations
+
+import difflib
+import math
+from dataclasses import dataclass
+
+from sqlglot import exp
+
+from duckdb_sem.errors import BindError
+from duckdb_sem.llm.request import DecodingParams
+
+__all__ = [
+    "DECISIONS",
+    "DEFAULT_OPTIONS",
+    "OPTION_NAMES",
+    "CallOptions",
+    "is_option",
+    "models_named",
+    "split_options",
+]
+
+OPTION_NAMES = ("model", "temperature", "max_tokens")
+#: functions whose answer is a decision: only ``model`` applies to them
+DECISIONS = frozenset({"sem_filter", "sem_join", "sem_topk"})
+
+
+@dataclass(frozen=True, slots=True)
+class CallOptions:
+    """What one call asks beyond its template; None: the connection's default."""
+
+    model: str | None = None
+    temperature: float | None = None
+    max_tokens: int | None = None
+
+    def __post_init__(self) -> None:
+        if self.model is not None and not self.model.strip():
+            raise BindError("model := '' names no model; name one, or leave model out")
+        if self.temperature is not None and not (
+            math.isfinite(self.temperature) and self.temperature >= 0
+        ):
+            raise BindError(
+                f"temperature := {self.temperature} must be a number >= 0 (0 is greedy)"
+            )
+        if self.max_tokens is not None and self.max_tokens < 1:
+            raise BindError(f"max_tokens := {self.max_tokens} must be a whole number >= 1")
+
+    @property
+    def model_name(self) -> str | None:
+        """The model's registry key (names are case-insensitive, like SQL identifiers)."""
+        return None if self.model is None else self.model.strip().lower()
+
+    @property
+    def is_default(self) -> bool:
+        return self.model is None and self.temperature is None and self.max_tokens is None
+
+    def check_for(self, function: str) -> None:
+        """Raise :class:`BindError` when decoding options are given to a decision."""
+        if function.lower() in DECISIONS and (
+            self.temperature is not None or self.max_tokens is not None
+        ):
+            given = [n for n in ("temperature", "max_tokens") if getattr(self, n) is not None]
+            raise BindError(
+                f"{function}: {' and '.join(given)} do not apply to a yes/no decision (it is "
+                "read from the answer tokens' log-probabilities); pass only model := here, "
+                "or use them on sem_map / sem_agg"
+            )
+
+    def decoding(self, params: DecodingParams) -> DecodingParams:
+        """``params`` with this call's temperature and max_tokens where given."""
+        return DecodingParams(
+            max_tokens=params.max_tokens if self.max_tokens is None else self.max_tokens,
+            temperature=params.temperature if self.temperature is None else self.temperature,
+            seed=params.seed,
+        )
+
+    def key(self) -> list[object]:
+        """The options as plain values (for operator signatures)."""
+        return [self.model_name, self.temperature, self.max_tokens]
+
+    def sql_args(self) -> str:
+        """The named arguments as SQL, each after ``, `` (empty when all are default)."""
+        out = ""
+        if self.model is not None:
+            out += ", model := " + exp.Literal.string(self.model).sql(dialect="duckdb")
+        if self.temperature is not None:
+            out += f", temperature := {self.temperature!r}"
+        if self.max_tokens is not None:
+            out += f", max_tokens := {self.max_tokens}"
+        return out
+
+
+DEFAULT_OPTIONS = CallOptions()
+
+
+def is_option(node: exp.Expression) -> bool:
+    """A ``name := value`` (or ``name => value``) argument."""
+    return isinstance(node, exp.PropertyEQ | exp.Kwarg)
+
+
+def models_named(tree: exp.Expr) -> list[str]:
+    """The models the ``sem_*`` calls of ``tree`` name with ``model :=`` (their options are
+    checked on the way, so a bad one fails before anything runs)."""
+    names: list[str] = []
+    for call in tree.find_all(exp.Anonymous):
+        if call.name.lower().startswith("sem_"):
+            model = split_options(call)[2].model
+            if model is not None and model not in names:
+                names.append(model)
+    return names
+
+
+def split_options(call: exp.Func) -> tuple[list[exp.Expression], list[exp.Expression], CallOptions]:
+    """``call``'s positional arguments, its named-argument nodes, and the options they give.
+
+    Named arguments come last; each is one of :data:`OPTION_NAMES`, given once, with a literal
+    value. Anything else is a :class:`BindError` naming the argument and how to write it.
+    """
+    function = call.name.lower()
+    positional: list[exp.Expression] = []
+    named: list[exp.Expression] = []
+    values: dict[str, object] = {}
+    for arg in call.expressions:
+        if not is_option(arg):
+            if named:
+                raise BindError(
+                    f"{function}: positional argument {arg.sql(dialect='duckdb')} after a named "
+                    "one; put model := / temperature := / max_tokens := last"
+                )
+            positional.append(arg)
+            continue
+        name = arg.this.name.lower() if isinstance(arg.this, exp.Expression) else str(arg.this)
+        if name not in OPTION_NAMES:
+            close = difflib.get_close_matches(name, OPTION_NAMES, n=1, cutoff=0.6)
+            hint = f"; did you mean {close[0]}?" if close else ""
+            raise BindError(
+                f"{function}: unknown named argument {name!r}{hint} Valid: "
+                + ", ".join(OPTION_NAMES)
+            )
+        if name in values:
+            raise BindError(f"{function}: {name} := is given twice; give it once")
+        values[name] = _literal(function, name, arg.expression)
+        named.append(arg)
+    options = CallOptions(
+        model=_typed(function, "model", values.get("model"), str),
+        temperature=_number(function, values.get("temperature")),
+        max_tokens=_whole(function, values.get("max_tokens")),
+    )
+    options.check_for(function)
+    return positional, named, options
+
+
+def _literal(function: str, name: str, node: exp.Expression) -> object:
+    """A literal's value: a string, a number (as text), or None for NULL."""
+    if isinstance(node, exp.Null):
+        return None
+    if isinstance(node, exp.Literal):
+        return node.this if node.is_string else float(node.this)
+    if isinstance(node, exp.Neg) and isinstance(node.this, exp.Literal) and not node.this.is_string:
+        return -float(node.this.this)
+    raise BindError(
+        f"{function}: {name} := must be a literal value, got {node.sql(dialect='duckdb')} "
+        f"(e.g. {name} := {_EXAMPLES[name]})"
+    )
+
+
+_EXAMPLES = {"model": "'fast'", "temperature": "0.2", "max_tokens": "64"}
+
+
+def _typed(function: str, name: str, value: object, kind: type) -> str | None:
+    if value is None:
+        return None
+    if not isinstance(value, kind):
+        raise BindError(f"{function}: {name} := takes a string, e.g. {name} := {_EXAMPLES[name]}")
+    return str(value)
+
+
+def _number(function: str, value: object) -> float | None:
+    if value is None:
+        return None
+    if isinstance(value, str):
+        raise BindError(f"{function}: temperature := takes a number, e.g. temperature := 0.2")
+    assert isinstance(value, float)
+    return value
+
+
+def _whole(function: str, value: object) -> int | None:
+    if value is None:
+        return None
+    if not isinstance(value, float) or not value.is_integer():
+        raise BindError(f"{function}: max_tokens := takes a whole number, e.g. max_tokens := 64")
+    return int(value)

@@ -1,0 +1,33 @@
+"""Over the wire: other systems' function names, and EXPLAIN SEMANTIC's time and money."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import psycopg
+import pytest
+from conftest import make_db, wire_server
+
+pytestmark = pytest.mark.integration
+
+
+def test_aliases_and_the_cost_estimate_through_psycopg(tmp_path: Path) -> None:
+    db = make_db(tmp_path / "sem.duckdb")
+    env = {"DUCKDB_SEM_PRICE_IN": "3", "DUCKDB_SEM_PRICE_OUT": "15"}
+    with (
+        wire_server(db, "--backend", "test:?yes_if=good&latency_ms=10", env=env) as server,
+        psycopg.connect(server.dsn(), autocommit=True) as conn,
+    ):
+        q = "SELECT id FROM reviews WHERE {}('Is it? {{text}}') ORDER BY id"
+        got: list[Any] = conn.execute(q.format("ai_filter")).fetchall()
+        assert got == [(1,), (3,)]
+        assert conn.execute(q.format("llm_filter")).fetchall() == got
+        assert conn.execute(q.format("sem_filter")).fetchall() == got
+        gist = conn.execute("SELECT llm_complete('Gist: {text}') FROM reviews ORDER BY id")
+        assert gist.fetchone() == ("Gist: a good movie",)
+        plan = [r[0] for r in conn.execute("EXPLAIN SEMANTIC " + q.format("ai_if")).fetchall()]
+        assert any(line.startswith("time≈") and "latency_ms=10" in line for line in plan), plan
+        assert any(line.startswith("money≈$") and "$3 / $15 per million" in line for line in plan)
+        with pytest.raises(psycopg.Error, match="duckdb-sem function"):
+            conn.execute("CREATE MACRO ai_filter(t) AS true")
