@@ -91,3 +91,12 @@ def test_bad_helper_and_targets_are_named(tmp_path: Path) -> None:
     with pytest.raises(duckdb_sem.ConfigError, match="needs an estimator backend"):
         con.sql(QUERY).fetchall()
     con.close()
+
+
+def test_relation_api_filter_is_cascaded_too(tmp_path: Path) -> None:
+    con = _open(tmp_path, filter_helper=HELPER, approximate=True)
+    rel = con.table("t").sem_filter("Is {txt} a ripe apple?")
+    assert {int(r[0]) for r in rel.fetchall()} == APPLES
+    stats = con.stats()
+    assert stats.helper_calls >= 600 and stats.cascade_helper_rows > 150
+    con.close()
