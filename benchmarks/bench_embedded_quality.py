@@ -1,9 +1,9 @@
 """Held-out answer quality of the embedded model on three labelled datasets from packages.
 
 Information, not a gate. Every row is held out: Rotten Tomatoes reviews beyond the 300 bundled
-ones (rows 1-100 of those tuned the prompts and few-shot examples), SpamAssassin emails and
-Debian package descriptions, none of which tuned anything; no template phrasing below was
-used for tuning either. Requests go through ``build_request`` and ``LlamaBackend.complete``
+ones (bundled rows 1-100, and 60 of 101-300, tuned the prompts and few-shot examples),
+SpamAssassin emails and Debian package descriptions, none of which tuned anything; no template
+phrasing below was used for tuning either. Requests go through ``build_request`` and ``LlamaBackend.complete``
 exactly as the operators send them, so the figures are what ``sem_filter`` / ``sem_join`` /
 ``sem_map`` / a closed-answer ``sem_map`` give.
 

@@ -81,13 +81,18 @@ __version__ = "0.1.0"
 
 
 def _settings(
-    backend: str | Backend | None, cache: str | None, scheduler: str | None, batch_size: int | None
+    backend: str | Backend | None,
+    cache: str | None,
+    scheduler: str | None,
+    batch_size: int | None,
+    retry_failures: bool | None = None,
 ) -> Settings:
     """The environment's settings with the caller's explicit options on top."""
     settings = Settings.from_env().with_overrides(
         backend=backend if isinstance(backend, str) else None,
         scheduler_url=scheduler,
         batch_size=batch_size,
+        retry_failures=retry_failures,
     )
     if cache is not None:  # "off" means no cache, so it cannot go through with_overrides
         settings = replace(settings, cache_path=parse_cache(cache))
@@ -105,20 +110,23 @@ def install(
     max_prompt_tokens: int | None = None,
     models: Mapping[str, str | Backend] | None = None,
     embed_backend: str | Backend | None = None,
+    retry_failures: bool | None = None,
 ) -> SemSession:
-    """Register ``sem_filter``, ``sem_map``, ``sem_join``, ``sem_agg`` (explicit form) in ``con``.
+    """Register ``sem_filter``, ``sem_map``, ``sem_classify``, ``sem_join``, ``sem_agg``
+    (explicit form) in ``con``.
 
     ``backend`` is a spec string (default ``DUCKDB_SEM_BACKEND`` or ``llama:``) or a Backend;
     ``cache`` a file path or ``'off'``; ``scheduler`` a sidecar URL; ``models`` named models
     (name -> spec string or Backend, over ``DUCKDB_SEM_MODELS``) that a call picks with
     ``model := 'name'``; ``embed_backend`` the embedding model's spec (default
     ``DUCKDB_SEM_EMBED_BACKEND`` or ``minilm:``, loaded on first use: ``sem_sim_join``,
-    ``sem_search``, blocking). Returns the session, whose ``query.stats()`` holds the LLM usage
-    since the last ``session.new_query()``. ``max_llm_calls`` / ``max_prompt_tokens`` bound
-    the backend work of each query (from one ``session.new_query()`` to the next), as in
-    :func:`connect`.
+    ``sem_search``, blocking). ``retry_failures=True`` (or ``DUCKDB_SEM_RETRY_FAILURES=1``) asks
+    the backend again for answers the cache holds as failed (unparsable, so NULL) instead of
+    reusing them. Returns the session, whose ``query.stats()`` holds the LLM usage since the
+    last ``session.new_query()``. ``max_llm_calls`` / ``max_prompt_tokens`` bound the backend
+    work of each query (from one ``session.new_query()`` to the next), as in :func:`connect`.
     """
-    settings = _settings(backend, cache, scheduler, batch_size).with_overrides(
+    settings = _settings(backend, cache, scheduler, batch_size, retry_failures).with_overrides(
         max_llm_calls=max_llm_calls, max_prompt_tokens=max_prompt_tokens,
         embed_backend=embed_backend if isinstance(embed_backend, str) else None,
     )  # fmt: skip
@@ -161,6 +169,7 @@ def connect(
     filter_precision: float | None = None,
     filter_recall: float | None = None,
     filter_helper: str | None = None,
+    retry_failures: bool | None = None,
 ) -> SemConnection:
     """Open a DuckDB database with semantic SQL; see :func:`install` for the options.
 
@@ -181,7 +190,7 @@ def connect(
     (``duckdb_sem.runtime.cascade``).
     """
     con = duckdb.connect(database, read_only=read_only, config=config or {})
-    settings = _settings(backend, cache, scheduler, batch_size).with_overrides(
+    settings = _settings(backend, cache, scheduler, batch_size, retry_failures).with_overrides(
         max_llm_calls=max_llm_calls,
         max_prompt_tokens=max_prompt_tokens,
         price_per_mtok_in=price_per_mtok_in,
@@ -195,7 +204,8 @@ def connect(
     )
     session = install(con, backend=backend, cache=cache, scheduler=scheduler, batch_size=batch_size,
                       max_llm_calls=max_llm_calls, max_prompt_tokens=max_prompt_tokens,
-                      models=models, embed_backend=embed_backend)  # fmt: skip
+                      models=models, embed_backend=embed_backend,
+                      retry_failures=retry_failures)  # fmt: skip
     return SemConnection(con, session, settings, optimize=optimize)
 
 

@@ -27,6 +27,8 @@ variable                        default                     meaning
 ``DUCKDB_SEM_FILTER_PRECISION`` ``0.9``                     precision target of a cascaded sem_filter
 ``DUCKDB_SEM_FILTER_RECALL``    ``0.9``                     recall target of a cascaded sem_filter
 ``DUCKDB_SEM_FILTER_HELPER``    ``auto``                    cascade helper: auto, estimator, embed, a spec
+``DUCKDB_SEM_RETRY_FAILURES``   ``0``                       ``1``: ask again for answers cached as failed
+                                                            (unparsable, NULL) instead of reusing them
 ==============================  ==========================  ==========================================
 
 Options passed to :func:`duckdb_sem.connect` override the environment. A ``DUCKDB_SEM_*``
@@ -80,6 +82,7 @@ ENV_VARS = {
     "DUCKDB_SEM_FILTER_PRECISION": "precision target of a cascaded sem_filter (default 0.9)",
     "DUCKDB_SEM_FILTER_RECALL": "recall target of a cascaded sem_filter (default 0.9)",
     "DUCKDB_SEM_FILTER_HELPER": "cascade helper: auto, estimator, embed or a backend spec",
+    "DUCKDB_SEM_RETRY_FAILURES": "1: ask again for answers cached as failed (default 0: reuse them)",
     "DUCKDB_SEM_OPENAI_API_KEY": "API key of openai: backends (else OPENAI_API_KEY)",
     "DUCKDB_SEM_SIM_PROFILE": "duckdb-sem sim-server: the simulated GPU profile (default default)",
     "DUCKDB_SEM_SIM_LISTEN": "duckdb-sem sim-server: HOST:PORT to listen on",
@@ -161,7 +164,7 @@ def parse_bool(name: str, raw: str) -> bool:
         return True
     if text in {"off", "false", "0", "no", ""}:
         return False
-    raise ConfigError(f"{name} takes on or off (true/false), got {raw!r}")
+    raise ConfigError(f"{name}={raw!r} is not a switch; set it to on (1, true) or off (0, false)")
 
 
 def _bool_env(name: str) -> bool:
@@ -212,6 +215,8 @@ class Settings:
     filter_precision: float = 0.9  # targets of a cascaded sem_filter (runtime.cascade)
     filter_recall: float = 0.9
     filter_helper: str = "auto"  # the cascade's helper: auto, estimator, embed or a spec
+    #: ask the backend again for answers the cache holds as failed (unparsable: NULL)
+    retry_failures: bool = False
 
     @staticmethod
     def from_env() -> Settings:
@@ -254,6 +259,7 @@ class Settings:
             filter_precision=_float_env("DUCKDB_SEM_FILTER_PRECISION", 0.9),
             filter_recall=_float_env("DUCKDB_SEM_FILTER_RECALL", 0.9),
             filter_helper=env.get("DUCKDB_SEM_FILTER_HELPER") or "auto",
+            retry_failures=_bool_env("DUCKDB_SEM_RETRY_FAILURES"),
         )
         settings.validate()
         return settings

@@ -200,7 +200,8 @@ def _first_request(con: SemConnection, plan: Node, call: SemCall) -> LLMRequest 
         values.append(rendered[0])
     template = parse_template(call.template)
     return build_request(call.kind, template.render(values), output_type=call.output_type,
-                         template=template, options=call.options)  # fmt: skip
+                         template=template, options=call.options,
+                         labels=call.labels)  # fmt: skip
 
 
 def _unplanned(con: SemConnection, bound_sql: str, why: str) -> str:

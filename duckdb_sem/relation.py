@@ -17,6 +17,7 @@ default its table name; ``.set_alias()`` renames), ``{gist}`` (a ``sem_map`` out
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 import duckdb
@@ -26,6 +27,7 @@ from sqlglot import exp
 
 from duckdb_sem.errors import BindError, UnknownColumnError
 from duckdb_sem.llm.call_options import CallOptions
+from duckdb_sem.llm.prompts import check_labels
 from duckdb_sem.relation_chain import Chain, ChainSource, quote_name
 
 if TYPE_CHECKING:
@@ -137,6 +139,19 @@ class SemRelation:
             raise BindError(f"sem_map: the relation already has a column {name!r}; pass name=")
         extra = "" if type is None else ", " + exp.Literal.string(type).sql(dialect="duckdb")
         call = chain.call("sem_map", template, extra=extra + options)
+        return self._with(chain=dataclasses.replace(chain, maps=(*chain.maps, (name, call))))
+
+    def sem_classify(
+        self, template: str, labels: Sequence[str], *, name: str = "sem_classify"
+    ) -> SemRelation:
+        """A column ``name`` holding, per row, the best of ``labels`` for ``template``
+        (at least two distinct non-empty labels), as SQL's ``sem_classify``."""
+        chain = self._open_chain()
+        if any(o[0].lower() == name.lower() for o in chain.outputs()):
+            raise BindError(f"sem_classify: the relation already has a column {name!r}; pass name=")
+        checked = check_labels(list(labels) if not isinstance(labels, str) else labels)
+        listed = exp.Array(expressions=[exp.Literal.string(label) for label in checked])
+        call = chain.call("sem_classify", template, lead=listed.sql(dialect="duckdb"))
         return self._with(chain=dataclasses.replace(chain, maps=(*chain.maps, (name, call))))
 
     def sem_join(

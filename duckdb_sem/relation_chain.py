@@ -72,8 +72,9 @@ class Chain:
         return f"FROM {froms}" + (" WHERE " + " AND ".join(self.where) if self.where else "")
 
     def call(self, fn: str, template: str, sides: dict[int, tuple[str, ...]] | None = None,
-             extra: str = "") -> str:  # fmt: skip
-        """``fn('{0} ...', cols...)``: the template's fields bound to this chain's columns."""
+             extra: str = "", lead: str = "") -> str:  # fmt: skip
+        """``fn('{0} ...', cols...)``: the template's fields bound to this chain's columns;
+        ``lead`` is SQL put right after the template (``sem_classify``'s labels)."""
         parsed = parse_template(template)
         if parsed.is_positional:
             raise BindError(f"{fn}: name columns in the template, e.g. '{{text}}': {template!r}")
@@ -89,4 +90,4 @@ class Chain:
         where = f"{fn} template {template!r}"
         args = [resolve(field, names, where=where) for field in parsed.distinct_fields()]
         literal = exp.Literal.string(parsed.positional().source).sql(dialect="duckdb")
-        return f"{fn}({', '.join([literal, *args])}{extra})"
+        return f"{fn}({', '.join([literal, *([lead] if lead else []), *args])}{extra})"

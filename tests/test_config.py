@@ -106,3 +106,15 @@ def test_version_option() -> None:
 
     result = CliRunner().invoke(cli, ["--version"])
     assert result.exit_code == 0 and duckdb_sem.__version__ in result.output
+
+
+@pytest.mark.parametrize(("raw", "on"), [("1", True), ("true", True), ("0", False), ("", False)])
+def test_retry_failures_switch(monkeypatch: pytest.MonkeyPatch, raw: str, on: bool) -> None:
+    monkeypatch.setenv("DUCKDB_SEM_RETRY_FAILURES", raw)
+    assert Settings.from_env().retry_failures is on
+
+
+def test_retry_failures_rejects_a_non_switch(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("DUCKDB_SEM_RETRY_FAILURES", "maybe")
+    with pytest.raises(ConfigError, match="DUCKDB_SEM_RETRY_FAILURES='maybe' is not a switch"):
+        Settings.from_env()

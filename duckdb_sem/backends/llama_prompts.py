@@ -88,9 +88,12 @@ def fit_prompt(
 
 
 def render(model: LoadedModel, messages: list[dict[str, str]]) -> list[int]:
-    """The messages through the model's chat template, as tokens."""
+    """The messages through the model's chat template, as tokens (after the BOS token the
+    model asks for, unless its template already wrote it)."""
     prompt: str = model.formatter(messages=messages).prompt
-    return tokenize(model, prompt, special=True)
+    tokens = tokenize(model, prompt, special=True)
+    lead = list(model.lead_ids)
+    return tokens if tokens[: len(lead)] == lead else lead + tokens
 
 
 def tokenize(model: LoadedModel, text: str, *, special: bool) -> list[int]:

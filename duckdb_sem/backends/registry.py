@@ -42,7 +42,7 @@ __all__ = [
 
 # kind -> "module:factory"; the factory takes a BackendSpec and returns a Backend.
 _FACTORIES: dict[str, str] = {
-    "llama": "duckdb_sem.backends.llama:from_spec",
+    "llama": "duckdb_sem.backends.llama_default:from_spec",
     "test": "duckdb_sem.backends.rules:from_spec",
     "openai": "duckdb_sem.backends.openai:from_spec",
     "vllm": "duckdb_sem.backends.vllm:from_spec",

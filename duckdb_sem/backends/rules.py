@@ -7,7 +7,9 @@ falls under ``P``; otherwise yes when a hash of the whole row falls under ``sele
 (default 0.5). ``hash`` is the oracle of differential tests: the answer depends on the data
 alone, so a filter applied to the wrong rows changes the result. Generation: VARCHAR answers ``"<first words of the row>"``; numbers are the
 row's length; BOOLEAN follows the decision rule; lists and structs are built from the row's
-words. ``latency_ms`` adds a sleep per batch. Token counts are whitespace words.
+words. A choice among text labels (``sem_classify``) is the first label a column value
+contains (case-insensitive), else the one a hash of the column values picks. ``latency_ms``
+adds a sleep per batch. Token counts are whitespace words.
 
 Example: ``test:?yes_if=great|good&latency_ms=5`` or ``test:?hash=0.5``
 """
@@ -61,6 +63,17 @@ def column_values(request: LLMRequest) -> tuple[str, ...]:
         values.append(rest[:cut])
         rest = rest[cut + len(piece) :]
     return tuple(values)
+
+
+def choose_label(request: LLMRequest) -> str:
+    """The first label a column value names, else one picked by a hash of the values."""
+    labels = request.output.labels
+    values = column_values(request)
+    lowered = " ".join(values).lower()
+    for label in labels:
+        if label.lower() in lowered:
+            return label
+    return labels[int(_unit("\x1f".join(values)) * len(labels))]
 
 
 def _unit(text: str) -> float:
@@ -127,6 +140,9 @@ class RuleBackend(Backend):
             yes = self.decide(request.row, request)
             return Completion(yes, "yes" if yes else "no", prompt_tokens, 1, 1.0 if yes else -1.0)
         spec = parse_type(request.output.sql_type)
+        if request.output.task is Task.CLASSIFY and spec.is_text:
+            label = choose_label(request)
+            return Completion(label, label, prompt_tokens, 1)
         value = self._generate(spec, request.row, request)
         text = str(value)
         return Completion(value, text, prompt_tokens, self.count_tokens(text) or 1)

@@ -250,7 +250,11 @@ class VLLMBackend(Backend):
                 return Completion(word == "yes", text, prompt_tokens, completion_tokens)
             return Completion(score > self.threshold, text, prompt_tokens, completion_tokens, score)
         try:
-            value = parse_type(request.output.sql_type).parse(text)
+            spec = parse_type(request.output.sql_type)
+            value = spec.parse(text)
+            labels = request.output.labels  # a closed answer must be one of its labels
+            if labels and value not in {spec.parse(label) for label in labels}:
+                raise OutputParseError(f"{value!r} is not one of {', '.join(labels)}")
         except OutputParseError as err:
             return Completion(None, text, prompt_tokens, completion_tokens, error=str(err))
         return Completion(value, text, prompt_tokens, completion_tokens)

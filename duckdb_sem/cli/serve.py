@@ -21,7 +21,7 @@ from types import FrameType
 import click
 
 from duckdb_sem.backends.registry import create_backend
-from duckdb_sem.config import default_cache_path
+from duckdb_sem.config import Settings, default_cache_path
 from duckdb_sem.scheduler.admission import ReplicaLimits
 from duckdb_sem.scheduler.core import Scheduler
 from duckdb_sem.scheduler.policies import POLICIES, make_policy
@@ -93,7 +93,7 @@ def serve(
     scheduler = Scheduler(
         built,
         policy=make_policy(policy, aging_rate=aging_rate),
-        cache=open_cache(cache_path),
+        cache=open_cache(cache_path, retry_failures=Settings.from_env().retry_failures),
         limits=limits,
     )
     server = SidecarServer(scheduler, listen)

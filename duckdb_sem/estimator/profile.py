@@ -145,7 +145,8 @@ class Profiler:
         template = parse_template(call.template)
         rendered = [template.render([str(col[i]) for col in columns]) for i in rows]
         first = build_request(call.kind, rendered[0], output_type=call.output_type,
-                              template=template, options=call.options)  # fmt: skip
+                              template=template, options=call.options,
+                              labels=call.labels)  # fmt: skip
         prefix = first.prefix
         counter = self.counter(call)
         prompt = self._prefix(prefix, counter) + sum(map(counter.count_tokens, rendered)) / len(
@@ -153,7 +154,8 @@ class Profiler:
         )
         picked = _spread(len(rendered), self.sample_rows) if sample and self.estimator else []
         requests = [build_request(call.kind, rendered[i], output_type=call.output_type,
-                                  template=template, options=call.options)
+                                  template=template, options=call.options,
+                                  labels=call.labels)
                     for i in picked]  # fmt: skip
         return call, prompt, requests
 

@@ -16,6 +16,7 @@ import re
 from collections.abc import Sequence
 from typing import Protocol
 
+from duckdb_sem.errors import BindError
 from duckdb_sem.llm.call_options import DEFAULT_OPTIONS, CallOptions
 from duckdb_sem.llm.outputs import parse_type
 from duckdb_sem.llm.request import (
@@ -31,6 +32,7 @@ __all__ = [
     "DECIDE_EXAMPLES",
     "DECIDE_PREFIX",
     "build_request",
+    "check_labels",
     "closed_answers",
     "instruction_for",
     "scale_in",
@@ -41,29 +43,39 @@ DECIDE_PREFIX = (
     "Read the statement or question and answer with yes or no only."
 )
 # Few-shot (question, answer) pairs that backends scoring yes/no log-probabilities put after the
-# instruction: tiny models need them to answer with the label words at all. Questions, because
-# SmolLM2-135M ranked reviews far better when asked "Is this review positive? ..." than when
-# judging a statement (ROC AUC 0.71-0.83 against 0.58-0.67 on 80 Rotten Tomatoes reviews).
-# Varied domains so no one task is favoured; balanced so neither answer is primed. The two
-# questions about a pair of texts (the shape of a join) also helped single-text questions:
-# on reviews 1-100 they raised the filter's ROC AUC from 0.70 to 0.79 and its accuracy from
-# 0.63 to 0.74 (benchmarks/bench_embedded_quality.py reports on held-out rows).
+# instruction: tiny models need them to answer with the label words at all. Varied domains so
+# no one task is favoured; balanced so neither answer is primed; both layouts a template may
+# have (question then text, text then question), so neither reads as unusual. Written by hand:
+# none comes from a benchmark row, phrasing or task. Tuned on 60 of the bundled reviews 101-300
+# with phrasings of our own (never the benchmark's): with gemma-3-270m these 12 pairs gave ROC
+# AUC 0.78 and 0.82 on two templates against 0.71 and 0.84 with the previous 8 question-first
+# pairs (benchmarks/bench_embedded_quality.py reports on held-out rows).
 DECIDE_EXAMPLES: tuple[tuple[str, bool], ...] = (
     ("Is this movie review positive? A gorgeous, moving film with terrific performances.", True),
     ("Is this email an advertisement? Lunch moved to 1pm, see you in room 4.", False),
-    ("Is this product kitchenware? Stainless steel frying pan.", True),
+    ("Product: Stainless steel frying pan, 28 cm.\nIs this product kitchenware?", True),
     (
         "Is this comment about this article? Comment: My tomatoes finally ripened, thanks for "
         "the tips. Article: How to grow vegetables in a small garden.",
         True,
     ),
-    ("Is this movie review positive? Dull, overlong and completely forgettable.", False),
+    ("Review: Dull, overlong and completely forgettable.\nIs this review positive?", False),
     ("Is this text about sports? The striker scored twice in the final minutes.", True),
     ("Is this city in Germany? Paris.", False),
     (
         "Does this title match this summary? Title: The Great Bake Off. Summary: Astronauts "
         "repair a damaged space station.",
         False,
+    ),
+    ("Sentence: Where did you park the car?\nIs this sentence a question?", True),
+    (
+        "Is this restaurant review negative? The waiters were friendly and the soup was superb.",
+        False,
+    ),
+    ("Animal: a golden retriever puppy.\nIs this animal a reptile?", False),
+    (
+        "Does the answer fit the question? Question: What is the capital of Italy? Answer: Rome.",
+        True,
     ),
 )
 
@@ -98,6 +110,36 @@ def scale_in(text: str) -> tuple[int, int] | None:
         if 0 <= low < high and high - low + 1 <= _MAX_LABELS:
             return low, high
     return None
+
+
+def check_labels(
+    values: Sequence[object] | None, *, where: str = "sem_classify"
+) -> tuple[str, ...]:
+    """The labels of a ``sem_classify``, distinct and in order; a :class:`BindError` unless there
+    are at least two distinct non-empty strings (said before any LLM call).
+
+    Example:
+        >>> check_labels(["game", "science", "game"])
+        ('game', 'science')
+    """
+    example = f"e.g. {where}('{{text}} kind', ['game', 'science'])"
+    if values is None or isinstance(values, str):
+        raise BindError(f"{where}: the labels must be a list of strings, {example}")
+    labels: list[str] = []
+    for value in values:
+        if not isinstance(value, str) or not value.strip():
+            raise BindError(
+                f"{where}: label {value!r} is not a non-empty string; every label must be one, "
+                f"{example}"
+            )
+        if value not in labels:
+            labels.append(value)
+    if len(labels) < 2:
+        raise BindError(
+            f"{where}: needs at least two distinct labels to choose from, got {list(values)!r}; "
+            f"{example}"
+        )
+    return tuple(labels)
 
 
 def closed_answers(sql_type: str, template_text: str) -> tuple[str, ...]:

@@ -101,9 +101,10 @@ def scan_key(alias: str) -> str:
 
 
 def operator_signature(call: SemCall) -> str:
-    """A stable key for a semantic operator: kind, template, arguments, output type, and its
-    options when it has any (another model or temperature answers, and costs, differently)."""
-    parts = [call.kind.value, call.template, *call.args, call.output_type or ""]
+    """A stable key for a semantic operator: kind, template, arguments, output type, labels,
+    and its options when it has any (another model or temperature answers, and costs,
+    differently)."""
+    parts = [call.kind.value, call.template, *call.args, call.output_type or "", *call.labels]
     if not call.options.is_default:
         parts.append(repr(call.options.key()))
     payload = "\x1f".join(parts)

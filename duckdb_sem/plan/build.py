@@ -33,7 +33,7 @@ from sqlglot import exp
 from duckdb_sem.errors import BindError, PlanError
 from duckdb_sem.llm.request import OperatorKind
 from duckdb_sem.plan import nodes as n
-from duckdb_sem.plan.calls import SEMANTIC, is_semantic, sem_call
+from duckdb_sem.plan.calls import MAPS, SEMANTIC, is_semantic, sem_call
 from duckdb_sem.plan.derived import derived_names, derived_select, nested_subquery_error
 from duckdb_sem.plan.scope import Scope, Source
 from duckdb_sem.plan.sink import build_sink
@@ -250,7 +250,7 @@ class _Builder:
             out.append((expr.copy(), name))
             self.scope.select_aliases.add(name.lower())
         for i, (expr, name) in enumerate(out):
-            calls = [c for c in expr.walk() if is_semantic(c) and c.name.lower() == "sem_map"]
+            calls = [c for c in expr.walk() if is_semantic(c) and c.name.lower() in MAPS]
             for call in calls:
                 self.names.count += 1
                 attr = name if call is expr else f"__sem_map_{self.names.count}"

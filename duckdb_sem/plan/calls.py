@@ -18,15 +18,19 @@ from sqlglot import exp
 
 from duckdb_sem.errors import BindError, PlanError
 from duckdb_sem.llm.call_options import split_options
+from duckdb_sem.llm.prompts import check_labels
 from duckdb_sem.llm.request import OperatorKind
 from duckdb_sem.llm.template import parse_template
 from duckdb_sem.plan import nodes as n
 from duckdb_sem.plan.scope import Scope
 
-__all__ = ["SEMANTIC", "is_semantic", "sem_call"]
+__all__ = ["MAPS", "SEMANTIC", "is_semantic", "label_argument", "literal_labels", "sem_call"]
 
 SEMANTIC = {"sem_filter": OperatorKind.FILTER, "sem_join": OperatorKind.JOIN,
-            "sem_map": OperatorKind.MAP, "sem_agg": OperatorKind.AGG}  # fmt: skip
+            "sem_map": OperatorKind.MAP, "sem_agg": OperatorKind.AGG,
+            "sem_classify": OperatorKind.MAP}  # fmt: skip
+#: the calls that produce a select-list value row by row (a ``SemMap``)
+MAPS = ("sem_map", "sem_classify")
 
 
 def is_semantic(node: object) -> TypeGuard[exp.Anonymous]:
@@ -44,6 +48,10 @@ def sem_call(call: exp.Anonymous, scope: Scope, kind: OperatorKind | None = None
     rest = args[1:]
     output_type: str | None = None
     named = not template.is_positional
+    labels: tuple[str, ...] = ()
+    if name == "sem_classify":
+        labels, output_type = literal_labels(rest[0] if rest else None, where), "VARCHAR"
+        rest = rest[1:]
     if name in ("sem_map", "sem_agg") and rest and _is_string(rest[-1]):
         output_type = rest.pop().this
     if template.is_positional:
@@ -58,7 +66,30 @@ def sem_call(call: exp.Anonymous, scope: Scope, kind: OperatorKind | None = None
         attr = scope.resolve(f, where=f"template {args[0].this!r}", template=named)
         assert attr is not None
         attrs.append(attr)
-    return n.SemCall(template.source, tuple(attrs), kind or SEMANTIC[name], output_type, options)
+    return n.SemCall(template.source, tuple(attrs), kind or SEMANTIC[name], output_type, options,
+                     labels)  # fmt: skip
+
+
+def label_argument(node: exp.Expression | None) -> tuple[str, ...] | None:
+    """The labels of ``sem_classify(template, ['a', 'b', ...], ...)`` written as a list of
+    string literals, checked (:func:`~duckdb_sem.llm.prompts.check_labels`); None for a list
+    computed by an expression (checked when the query runs). Every road binds labels here."""
+    example = "e.g. sem_classify('{text} kind', ['game', 'science'])"
+    if node is None or isinstance(node, exp.Column | exp.Literal):
+        raise BindError(f"sem_classify: the second argument must be the list of labels, {example}")
+    if not isinstance(node, exp.Array):
+        return None
+    if not all(_is_string(e) for e in node.expressions):
+        raise BindError(f"sem_classify: every label must be a string literal, {example}")
+    return check_labels([e.this for e in node.expressions], where="sem_classify")
+
+
+def literal_labels(node: exp.Expression | None, where: str) -> tuple[str, ...]:
+    """:func:`label_argument` for the planner: a computed list takes the UDF path."""
+    labels = label_argument(node)
+    if labels is None:
+        raise PlanError(f"{where}: labels computed by an expression are read when the query runs")
+    return labels
 
 
 def _is_string(node: exp.Expression) -> bool:

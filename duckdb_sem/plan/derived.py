@@ -15,7 +15,7 @@ from __future__ import annotations
 from sqlglot import exp
 
 from duckdb_sem.errors import BindError, PlanError
-from duckdb_sem.plan.calls import is_semantic
+from duckdb_sem.plan.calls import MAPS, is_semantic
 from duckdb_sem.plan.scope import Scope
 
 __all__ = ["derived_names", "derived_select", "nested_subquery_error"]
@@ -64,7 +64,7 @@ def derived_select(sub: exp.Subquery) -> tuple[exp.Select, str]:
         if isinstance(item, exp.Star | exp.Column):
             continue
         if isinstance(item, exp.Alias) and (
-            isinstance(body, exp.Column) or (is_semantic(body) and body.name.lower() == "sem_map")
+            isinstance(body, exp.Column) or (is_semantic(body) and body.name.lower() in MAPS)
         ):
             continue
         raise PlanError(

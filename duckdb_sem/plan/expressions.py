@@ -66,10 +66,14 @@ class SemCall:
     kind: OperatorKind = OperatorKind.FILTER
     output_type: str | None = None
     options: CallOptions = DEFAULT_OPTIONS
+    #: a ``sem_classify``'s labels (a map whose answer is one of them); () otherwise
+    labels: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         if not self.template.strip():
             raise PlanError("empty semantic template")
+        if self.labels and self.kind is not OperatorKind.MAP:
+            raise PlanError("only a map (sem_classify) chooses among labels")
         for i in range(len(self.args)):
             if "{" + str(i) + "}" not in self.template:
                 raise PlanError(f"template {self.template!r} does not use argument {{{i}}}")
@@ -79,6 +83,8 @@ class SemCall:
         return frozenset(self.args)
 
     def sql(self) -> str:
+        if self.labels:
+            return f"sem_classify({', '.join([repr(self.template), repr(list(self.labels)), *self.args])})"
         name = "sem_" + self.kind.value
         parts = [repr(self.template), *self.args]
         if self.output_type:

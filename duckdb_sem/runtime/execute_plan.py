@@ -68,6 +68,7 @@ class Evaluator(Protocol):
         query: Any,
         label: str = "",
         options: CallOptions = DEFAULT_OPTIONS,
+        labels: tuple[str, ...] = (),
     ) -> pa.Array: ...
 
 
@@ -279,7 +280,7 @@ class _Run:
     def _call(self, call: SemCall, args: Sequence[pa.Array], label: str) -> pa.Array:
         return self.engine.run_operator(
             call.kind, call.template, args, output_type=call.output_type, query=self.query,
-            label=label, options=call.options,
+            label=label, options=call.options, labels=call.labels,
         )  # fmt: skip
 
     def _note(self, path: Path, node: Node, **deltas: float) -> None:

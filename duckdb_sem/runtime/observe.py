@@ -42,11 +42,12 @@ class ObservingEvaluator:
         query: Any,
         label: str = "",
         options: CallOptions = DEFAULT_OPTIONS,
+        labels: tuple[str, ...] = (),
     ) -> pa.Array:
         before = query.stats() if query is not None else None
         out = self.engine.run_operator(
             kind, template, args, output_type=output_type, query=query, label=label,
-            options=options,
+            options=options, labels=labels,
         )  # fmt: skip
         sig = self.signatures.get(label)
         if sig is None:

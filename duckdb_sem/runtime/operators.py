@@ -87,9 +87,11 @@ class SemEngine:
         query: QueryContext,
         label: str = "",
         options: CallOptions = DEFAULT_OPTIONS,
+        labels: tuple[str, ...] = (),
     ) -> pa.Array:
         """Answer ``template`` (positional fields ``{0}``…) for every row of ``args``, on the
-        model ``options`` names (checked before anything is asked)."""
+        model ``options`` names (checked before anything is asked); ``labels`` (a
+        ``sem_classify``): the answer is the best of them."""
         self.models.check(options.model)
         parsed = parse_template(template)
         if not parsed.is_positional:
@@ -119,7 +121,8 @@ class SemEngine:
                 continue
             rendered = parsed.render(values)  # type: ignore[arg-type]
             requests.append(build_request(kind, rendered, output_type=output_type,
-                                          template=parsed, options=options))  # fmt: skip
+                                          template=parsed, options=options,
+                                          labels=labels))  # fmt: skip
         answers = self.answer(requests, query=query, label=label, model=options.model)
         arrow_type = (
             pa.bool_()

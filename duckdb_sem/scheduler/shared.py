@@ -55,17 +55,19 @@ class _Entry:
 
 _entries: dict[object, _Entry] = {}
 _spec_ids: dict[str, str] = {}  # spec string -> the identity its backend had
-_caches: dict[Path, LLMCache] = {}
+_caches: dict[tuple[Path, bool], LLMCache] = {}
 
 
-def open_cache(path: Path | None) -> LLMCache | None:
+def open_cache(path: Path | None, *, retry_failures: bool = False) -> LLMCache | None:
+    """The process's cache object for ``path`` (one per file and ``retry_failures`` choice:
+    both share the file, one reuses cached failures, the other asks again)."""
     if path is None:
         return None
-    resolved = path.expanduser().resolve()
+    key = (path.expanduser().resolve(), retry_failures)
     with _lock:
-        cache = _caches.get(resolved)
+        cache = _caches.get(key)
         if cache is None:
-            cache = _caches[resolved] = LLMCache(resolved)
+            cache = _caches[key] = LLMCache(key[0], retry_failures=retry_failures)
         return cache
 
 
@@ -117,7 +119,7 @@ def scheduler_for(settings: Settings, backend: Backend | None = None) -> SharedS
     if settings.scheduler_url:
         entry = _entry_for(("sidecar", settings.scheduler_url), lambda: _sidecar(settings))
         return _handle(entry, None, settings)
-    cache = open_cache(settings.cache_path)
+    cache = open_cache(settings.cache_path, retry_failures=settings.retry_failures)
     if backend is not None:
         entry = _entry_for(("object", id(backend)), lambda: (_scheduler(backend, settings), []))
         return _handle(entry, cache, settings)

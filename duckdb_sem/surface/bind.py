@@ -27,6 +27,7 @@ from duckdb_sem.errors import BindError, TemplateError
 from duckdb_sem.llm.call_options import split_options
 from duckdb_sem.llm.outputs import TypeSpec, parse_type
 from duckdb_sem.llm.template import Template, parse_template
+from duckdb_sem.plan.calls import label_argument
 from duckdb_sem.plan.fields import Name, resolve
 
 __all__ = [
@@ -38,8 +39,8 @@ __all__ = [
     "typed_map_function",
 ]
 
-SEM_FUNCTIONS = ("sem_filter", "sem_map", "sem_join", "sem_agg")
-_QUICK = re.compile(r"\bsem_(filter|map|join|agg)\s*\(", re.IGNORECASE)
+SEM_FUNCTIONS = ("sem_filter", "sem_map", "sem_join", "sem_agg", "sem_classify")
+_QUICK = re.compile(r"\bsem_(filter|map|join|agg|classify)\s*\(", re.IGNORECASE)
 
 # Given "SELECT * FROM <source> LIMIT 0" (with the query's CTEs), return the column names.
 Describe = Callable[[str], Sequence[str]]
@@ -112,6 +113,8 @@ def _bind_call(
     rest = args[1:]
     type_arg: str | None = None
     was_positional = template.is_positional
+    # sem_classify(template, ['a', 'b', ...], [columns]): the labels come second
+    labels = [_classify_labels(rest.pop(0) if rest else None)] if name == "sem_classify" else []
     if template.is_positional:
         needed = len(template.distinct_fields())
         if name == "sem_map" and len(rest) == needed + 1 and _is_string(rest[-1]):
@@ -141,7 +144,7 @@ def _bind_call(
         ]
         template = template.positional()
     spec = parse_type(type_arg) if type_arg is not None else None
-    new_args: list[exp.Expression] = [exp.Literal.string(template.source), *columns]
+    new_args: list[exp.Expression] = [exp.Literal.string(template.source), *labels, *columns]
     if spec is not None and not spec.is_text:
         listed = exp.Array(expressions=[exp.cast(c.copy(), "VARCHAR") for c in columns])
         call.replace(
@@ -154,6 +157,14 @@ def _bind_call(
 
 def _is_string(node: exp.Expression) -> bool:
     return isinstance(node, exp.Literal) and node.is_string
+
+
+def _classify_labels(node: exp.Expression | None) -> exp.Expression:
+    """A ``sem_classify``'s labels argument, checked by the planner's rule when it is a list
+    literal (a computed list is checked when the query runs)."""
+    label_argument(node)
+    assert node is not None
+    return node
 
 
 @dataclass(frozen=True, slots=True)

@@ -18,6 +18,8 @@ function                                    returns
 ``sem_join(template, cols...)``             BOOLEAN
 ``sem_map(template, cols...)``              VARCHAR
 ``sem_map_<type>(template, cols...)``       that type (integer, double, boolean, list)
+``sem_classify(template, labels, cols...)``  VARCHAR: the best of ``labels`` (a list of
+                                            strings, at least two distinct), scored
 ``sem_agg(template, cols...)``              VARCHAR (aggregate)
 ==========================================  =======================================
 """
@@ -38,6 +40,7 @@ import pyarrow.compute as pc
 from duckdb_sem.errors import BindError, SemError
 from duckdb_sem.llm.call_options import CallOptions
 from duckdb_sem.llm.outputs import TypeSpec, parse_type
+from duckdb_sem.llm.prompts import check_labels
 from duckdb_sem.llm.request import OperatorKind
 from duckdb_sem.runtime.context import QueryContext
 from duckdb_sem.runtime.operators import SemEngine
@@ -135,6 +138,9 @@ class SemSession:
             self._macro(f"sem_{op}", udf, wrap)
             for alias in (a for a, name in ALIASES.items() if name == f"sem_{op}"):
                 self._macro(alias, udf, wrap)  # ai_filter, llm_complete, ...: the same function
+        classify = self._classify_udf()
+        if classify is not None:
+            self._macro("sem_classify", classify, "[{}]", labels=True)
         for short, sql_type in PLAIN_TYPED_MAPS.items():
             spec = parse_type(sql_type)
             self.ensure_typed_map(spec)
@@ -192,17 +198,18 @@ class SemSession:
     def _ensure_defined(self, name: str) -> None:
         """Hook: a shared session creates macro ``name`` in the calling cursor if it lacks it."""
 
-    def _macro(self, name: str, target: str | None, wrap: str) -> None:
+    def _macro(self, name: str, target: str | None, wrap: str, *, labels: bool = False) -> None:
         if target is None:
             return
-        params = ", ".join(["t", *(f"a{i} := NULL" for i in range(MAX_COLUMNS)), _OPTION_PARAMS])
+        lead = ["t", "l"] if labels else ["t"]  # sem_classify's labels come second
+        params = ", ".join([*lead, *(f"a{i} := NULL" for i in range(MAX_COLUMNS)), _OPTION_PARAMS])
         listed = wrap.format(", ".join(f"a{i}::VARCHAR" for i in range(MAX_COLUMNS)))
         # in an aggregate the column count is read inside one too (the binder wants it so)
         given = _GIVEN if wrap == "[{}]" else f"any_value({_GIVEN})"
         self._define(
             name,
             f"CREATE OR REPLACE {self._temp}MACRO {name}({params}) "
-            f"AS {target}(t, {listed}, {given}, {_OPTION_ARGS})",
+            f"AS {target}({', '.join(lead)}, {listed}, {given}, {_OPTION_ARGS})",
         )
 
     def _udf(
@@ -233,6 +240,74 @@ class SemSession:
             side_effects=True,
         )
         return f"system.main.{full}"
+
+    def _classify_udf(self) -> str | None:
+        """Register ``sem_classify``'s UDF (template, labels, values) -> VARCHAR; its full name,
+        or None if already there."""
+        name = "__semudf_classify"
+        with self._lock:
+            if name in self._registered:
+                return None
+            self._registered.add(name)
+        full = name + self._suffix
+
+        def udf(
+            templates: pa.Array,
+            labels: pa.Array,
+            values: pa.Array,
+            given: pa.Array,
+            model: pa.Array,
+            temperature: pa.Array,
+            max_tokens: pa.Array,
+        ) -> pa.Array:
+            try:
+                return self._classify(templates, labels, values,
+                                      (given, model, temperature, max_tokens))  # fmt: skip
+            except SemError as err:
+                self.last_error = err
+                raise
+
+        self.con.create_function(
+            full,
+            udf,
+            ["VARCHAR", "VARCHAR[]", "VARCHAR[]", "INTEGER", *_OPTION_TYPES],
+            "VARCHAR",
+            type=duckdb.func.ARROW,
+            null_handling=duckdb.func.SPECIAL,
+            exception_handling=duckdb.PythonExceptionHandling.DEFAULT,
+            side_effects=True,
+        )
+        return f"system.main.{full}"
+
+    def _classify(
+        self,
+        templates: pa.Array,
+        labels: pa.Array,
+        values: pa.Array,
+        options: tuple[pa.Array, ...],
+    ) -> pa.Array:
+        """One run per distinct (template, labels, options) in the batch (almost always one)."""
+        texts = _combined(templates).to_pylist()
+        label_lists = _combined(labels).to_pylist()
+        option_rows = list(zip(*(_combined(a).to_pylist() for a in options), strict=True))
+        values = _combined(values)
+        groups: dict[tuple[object, ...], list[int]] = {}
+        for i, (template, row_labels) in enumerate(zip(texts, label_lists, strict=True)):
+            if template is None:
+                continue
+            checked = check_labels(row_labels)
+            groups.setdefault((template, checked, *option_rows[i]), []).append(i)
+        out: list[object] = [None] * len(texts)
+        for key, idx in groups.items():
+            text, chosen = str(key[0]), key[1]
+            assert isinstance(chosen, tuple)
+            part = values if len(idx) == len(texts) else values.take(pa.array(idx))
+            given = _options("sem_classify", (text, *key[2:]))
+            answers = self._run_one(OperatorKind.MAP, "VARCHAR", "sem_classify", text, part,
+                                    given, labels=chosen)  # fmt: skip
+            for i, value in zip(idx, answers.to_pylist(), strict=True):
+                out[i] = value
+        return pa.array(out, type=pa.string())
 
     def _make_udf(
         self, kind: OperatorKind, output_type: str | None, name: str
@@ -304,6 +379,8 @@ class SemSession:
         template: str,
         values: pa.Array,
         given: tuple[int | None, CallOptions],
+        *,
+        labels: tuple[str, ...] = (),
     ) -> pa.Array:
         count, options = given
         columns: list[pa.Array]
@@ -332,10 +409,11 @@ class SemSession:
             query=self.query,
             label=name,
             options=options,
+            labels=labels,
         )
 
 
-def _combined(array: pa.Array) -> pa.Array:
+def _combined(array: pa.Array | pa.ChunkedArray) -> pa.Array:
     return array.combine_chunks() if isinstance(array, pa.ChunkedArray) else array
 
 

@@ -1,22 +1,23 @@
-"""The embedded llama.cpp backend on the real bundled model (SmolLM2-135M) and real labelled data.
+"""The embedded llama.cpp backend on SmolLM2-135M alone (``llama:/path``) and real labelled data.
 
-Floors are asserted on held-out rows only: every second bundled review of 101-300 (rows 1-100
-tuned the prompts and few-shot examples; no row here did). Figures behind them (greedy, so a
-rerun gives the same answers): with the template, accuracy 0.58, ROC AUC 0.64, yes-share 0.60
-against a true share of 0.44 (1 thread). The floors leave slack for other CPUs or thread
-counts; chance is 0.5. The benchmark on three datasets is benchmarks/bench_embedded_quality.py.
+Floors are asserted on held-out rows only: ``tests/data/rt_held_out.csv``, 80 Rotten Tomatoes
+reviews outside the 300 bundled ones, which tuned nothing, under a phrasing no few-shot example
+uses. Figures behind them (greedy, 1 thread): accuracy 0.61, ROC AUC 0.73, yes-share 0.25
+against a true share of 0.56. The floors leave slack for other CPUs or thread counts; chance is
+0.5. The routed default (``llama:``) is tested in test_llama_default.py; the benchmark on
+three datasets is benchmarks/bench_embedded_quality.py.
 """
 
 from __future__ import annotations
 
 import csv
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
-from duckdb_sem.backends.llama import LlamaBackend
+from duckdb_sem.backends.llama import LlamaBackend, default_model_path
 from duckdb_sem.backends.registry import create_backend
-from duckdb_sem.data import dataset_path
 from duckdb_sem.errors import BackendUnavailableError
 from duckdb_sem.llm.prompts import build_request
 from duckdb_sem.llm.request import Completion, LLMRequest, OperatorKind
@@ -24,22 +25,22 @@ from duckdb_sem.llm.template import parse_template
 
 pytestmark = pytest.mark.model
 
-HELD_OUT = slice(100, 300, 2)  # bundled reviews 101-300, every second one
-ACCURACY_FLOOR = 0.53  # measured 0.58
-AUC_FLOOR = 0.58  # measured 0.64
-FILTER = parse_template("Is this movie review positive? {text}").positional()
+HELD_OUT = Path(__file__).resolve().parent.parent / "data" / "rt_held_out.csv"
+ACCURACY_FLOOR = 0.55  # measured 0.61
+AUC_FLOOR = 0.65  # measured 0.73
+FILTER = parse_template("Is this a favourable review of the film? {text}").positional()
 
 
 @pytest.fixture(scope="module")
 def backend() -> Iterator[LlamaBackend]:
-    made = create_backend("llama:?threads=2")
+    made = create_backend(f"llama:{default_model_path()}?threads=2")  # SmolLM2 alone
     assert isinstance(made, LlamaBackend)
     yield made
 
 
 def _reviews() -> list[tuple[str, bool]]:
-    with dataset_path("rt_reviews.csv").open(newline="", encoding="utf-8") as f:
-        rows = list(csv.DictReader(f))[HELD_OUT]
+    with HELD_OUT.open(newline="", encoding="utf-8") as f:
+        rows = list(csv.DictReader(f))
     return [(row["text"], row["fresh"] == "True") for row in rows]
 
 

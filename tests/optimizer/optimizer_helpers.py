@@ -35,6 +35,7 @@ class RuleEvaluator:
         query: Any = None,
         label: str = "",
         options: Any = None,
+        labels: tuple[str, ...] = (),
     ) -> pa.Array:
         parsed = parse_template(template)
         columns = [a.to_pylist() for a in args]

@@ -126,3 +126,15 @@ def test_cancel_stops_llm_work_within_one_seu(tmp_path: Path) -> None:
         # fails when the cancel waits for the query instead of stopping at the next SEU
         assert elapsed < 5.0, f"cancel took {elapsed:.2f}s"
         assert conn.execute("SELECT count(*) FROM reviews").fetchone() == (4,)
+
+
+def test_psycopg_sem_classify(server: WireProcess) -> None:
+    with psycopg.connect(server.dsn(), autocommit=True) as conn:
+        rows = conn.execute(
+            "SELECT id, sem_classify('Verdict of {text}?', ['good', 'bad']) AS verdict "
+            "FROM reviews ORDER BY id"
+        ).fetchall()
+        assert rows[:3] == [(1, "good"), (2, "bad"), (3, "good")]
+        assert rows[3][1] in ("good", "bad")
+        with pytest.raises(psycopg.Error, match="at least two distinct labels"):
+            conn.execute("SELECT sem_classify('{text}', ['good']) FROM reviews")

@@ -57,7 +57,9 @@ def test_interrupt_stops_within_one_seu_frees_the_queue_and_others_continue(
         except BaseException as err:  # noqa: BLE001 - the test inspects it
             outcome[name] = err
 
-    a_sql = "SELECT sem_filter('{0} ok', 'a-' || i::VARCHAR) FROM range(400) t(i)"
+    # long enough (12 s at 4 batches of 8 per 0.1 s) that the interrupt always lands mid-query,
+    # however warm the process is
+    a_sql = "SELECT sem_filter('{0} ok', 'a-' || i::VARCHAR) FROM range(4000) t(i)"
     b_sql = (
         "SELECT i, sem_filter('{0} ok', CASE WHEN i % 2 = 0 THEN 'good b-' ELSE 'b-' END "
         "|| i::VARCHAR) FROM range(48) t(i) ORDER BY i"

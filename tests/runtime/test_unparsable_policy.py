@@ -47,3 +47,30 @@ def test_a_failed_answer_is_cached_and_still_warned_about(
     assert con.stats().physical_calls == 0 and con.stats().null_outputs == 2
     assert "unparseable model output" in caplog.text
     con.close()
+
+
+@pytest.mark.parametrize("how", ["option", "environment"])
+def test_retry_failures_asks_again_for_cached_failures(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, how: str
+) -> None:
+    backend = _Garbled()
+    path = str(tmp_path / "c.sqlite")
+    first = duckdb_sem.connect(backend=backend, cache=path)
+    assert first.sql(SQL).fetchall() == [(None,), (None,)]
+    first.close()
+    assert backend.calls == 2
+    if how == "environment":
+        monkeypatch.setenv("DUCKDB_SEM_RETRY_FAILURES", "1")
+        con = duckdb_sem.connect(backend=backend, cache=path)
+    else:
+        con = duckdb_sem.connect(backend=backend, cache=path, retry_failures=True)
+    assert con.sql(SQL).fetchall() == [(None,), (None,)]
+    assert backend.calls == 4  # the cached failures were asked again
+    assert con.stats().physical_calls == 2
+    con.close()
+    # and the default still reuses them
+    monkeypatch.delenv("DUCKDB_SEM_RETRY_FAILURES", raising=False)
+    again = duckdb_sem.connect(backend=backend, cache=path)
+    assert again.sql(SQL).fetchall() == [(None,), (None,)]
+    assert backend.calls == 4
+    again.close()

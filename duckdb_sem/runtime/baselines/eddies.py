@@ -80,6 +80,7 @@ class EddyRun(QueryRun):
                 mask = self.observer.run_operator(
                     op.call.kind, op.call.template, args, output_type=op.call.output_type,
                     query=self.query, label=op.label(), options=op.call.options,
+                    labels=op.call.labels,
                 ).to_pylist()  # fmt: skip
                 after = self.query.stats().prompt_tokens if self.query is not None else 0
                 passed = sum(1 for m in mask if m)
