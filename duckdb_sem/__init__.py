@@ -166,6 +166,9 @@ def connect(
     embed_backend: str | Backend | None = None,
     approximate: bool | None = None,
     join_recall: float | None = None,
+    filter_precision: float | None = None,
+    filter_recall: float | None = None,
+    filter_helper: str | None = None,
     retry_failures: bool | None = None,
 ) -> SemConnection:
     """Open a DuckDB database with semantic SQL; see :func:`install` for the options.
@@ -181,6 +184,10 @@ def connect(
     ``approximate=True`` allows lossy plans (a ``sem_join`` blocked by embedding similarity,
     learned per query to reach ``join_recall``, default 0.95; see
     ``duckdb_sem.runtime.approximation``); ``SET duckdb_sem.approximate = on`` per session.
+    It also lets a ``sem_filter`` run as a cascade: ``filter_helper`` (``auto``, ``estimator``,
+    ``embed`` or a backend spec) decides the rows it is sure of, with thresholds learned to
+    reach ``filter_precision`` and ``filter_recall`` (0.9 each) of the target's own answers
+    (``duckdb_sem.runtime.cascade``).
     """
     con = duckdb.connect(database, read_only=read_only, config=config or {})
     settings = _settings(backend, cache, scheduler, batch_size, retry_failures).with_overrides(
@@ -191,6 +198,9 @@ def connect(
         embed_backend=embed_backend if isinstance(embed_backend, str) else None,
         approximate=approximate,
         join_recall=join_recall,
+        filter_precision=filter_precision,
+        filter_recall=filter_recall,
+        filter_helper=filter_helper,
     )
     session = install(con, backend=backend, cache=cache, scheduler=scheduler, batch_size=batch_size,
                       max_llm_calls=max_llm_calls, max_prompt_tokens=max_prompt_tokens,

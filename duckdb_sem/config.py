@@ -24,6 +24,9 @@ variable                        default                     meaning
 ``DUCKDB_SEM_EMBED_BACKEND``    ``minilm:``                 embedding model spec (sem_sim_join, blocking)
 ``DUCKDB_SEM_APPROXIMATE``      ``off``                     allow approximate (lossy) plans: blocking
 ``DUCKDB_SEM_JOIN_RECALL``      ``0.95``                    recall target of a blocked sem_join
+``DUCKDB_SEM_FILTER_PRECISION`` ``0.9``                     precision target of a cascaded sem_filter
+``DUCKDB_SEM_FILTER_RECALL``    ``0.9``                     recall target of a cascaded sem_filter
+``DUCKDB_SEM_FILTER_HELPER``    ``auto``                    cascade helper: auto, estimator, embed, a spec
 ``DUCKDB_SEM_RETRY_FAILURES``   ``0``                       ``1``: ask again for answers cached as failed
                                                             (unparsable, NULL) instead of reusing them
 ==============================  ==========================  ==========================================
@@ -76,6 +79,9 @@ ENV_VARS = {
     "DUCKDB_SEM_EMBED_BACKEND": "embedding model spec (default minilm:)",
     "DUCKDB_SEM_APPROXIMATE": "allow approximate plans, e.g. sem_join blocking (default off)",
     "DUCKDB_SEM_JOIN_RECALL": "recall target of a blocked sem_join (default 0.95)",
+    "DUCKDB_SEM_FILTER_PRECISION": "precision target of a cascaded sem_filter (default 0.9)",
+    "DUCKDB_SEM_FILTER_RECALL": "recall target of a cascaded sem_filter (default 0.9)",
+    "DUCKDB_SEM_FILTER_HELPER": "cascade helper: auto, estimator, embed or a backend spec",
     "DUCKDB_SEM_RETRY_FAILURES": "1: ask again for answers cached as failed (default 0: reuse them)",
     "DUCKDB_SEM_OPENAI_API_KEY": "API key of openai: backends (else OPENAI_API_KEY)",
     "DUCKDB_SEM_SIM_PROFILE": "duckdb-sem sim-server: the simulated GPU profile (default default)",
@@ -206,6 +212,9 @@ class Settings:
     embed_backend: str = "minilm:"  # the embedding model (runtime.embeddings)
     approximate: bool = False  # lossy plans allowed (runtime.approximation)
     join_recall: float = 0.95  # recall target of a blocked sem_join
+    filter_precision: float = 0.9  # targets of a cascaded sem_filter (runtime.cascade)
+    filter_recall: float = 0.9
+    filter_helper: str = "auto"  # the cascade's helper: auto, estimator, embed or a spec
     #: ask the backend again for answers the cache holds as failed (unparsable: NULL)
     retry_failures: bool = False
 
@@ -247,6 +256,9 @@ class Settings:
             embed_backend=env.get("DUCKDB_SEM_EMBED_BACKEND") or "minilm:",
             approximate=_bool_env("DUCKDB_SEM_APPROXIMATE"),
             join_recall=_float_env("DUCKDB_SEM_JOIN_RECALL", 0.95),
+            filter_precision=_float_env("DUCKDB_SEM_FILTER_PRECISION", 0.9),
+            filter_recall=_float_env("DUCKDB_SEM_FILTER_RECALL", 0.9),
+            filter_helper=env.get("DUCKDB_SEM_FILTER_HELPER") or "auto",
             retry_failures=_bool_env("DUCKDB_SEM_RETRY_FAILURES"),
         )
         settings.validate()

@@ -28,7 +28,7 @@ from duckdb_sem.explain import explain_semantic
 from duckdb_sem.llm.call_options import models_named
 from duckdb_sem.relation import SemRelation
 from duckdb_sem.runtime.approximation import SETTINGS as APPROXIMATION_SETTINGS
-from duckdb_sem.runtime.approximation import Approximation
+from duckdb_sem.runtime.approximation import approximation_of
 from duckdb_sem.runtime.budget import SETTINGS as BUDGET_SETTINGS
 from duckdb_sem.runtime.budget import Budget
 from duckdb_sem.runtime.context import Progress, QueryStats
@@ -93,7 +93,7 @@ class SemConnection:
         #: limits of each query's backend work (``runtime.budget``); ``SET duckdb_sem.*`` too
         self.budget = Budget(settings.max_llm_calls, settings.max_prompt_tokens)
         #: lossy plans allowed, and their targets (``runtime.approximation``); ``SET`` too
-        self.approximation = Approximation(settings.approximate, settings.join_recall)
+        self.approximation = approximation_of(settings)
         self._sources = SourceRegistry(self)  # caller-scope DataFrames, table functions
         # written plans of statements not yet fetched, so a fetch need not build them again;
         # forgotten whenever a statement that is not a planned query runs (it may be DDL)
@@ -402,7 +402,7 @@ class SemConnection:
         name = name.lower()
         _check_setting(name)
         if name in APPROXIMATION_SETTINGS:
-            connected = Approximation(self.settings.approximate, self.settings.join_recall)
+            connected = approximation_of(self.settings)
             self.approximation = self.approximation.with_setting(name, value, connected)
             return
         if value is None or value.strip().strip("'").lower() == "default":

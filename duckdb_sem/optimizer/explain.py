@@ -18,7 +18,7 @@ from __future__ import annotations
 from duckdb_sem.optimizer.actuals import Actual
 from duckdb_sem.optimizer.choose import Choice, plan_key
 from duckdb_sem.optimizer.cost import CostModel, Estimate, Path
-from duckdb_sem.plan.nodes import Node, SemJoin
+from duckdb_sem.plan.nodes import Node, SemFilter, SemJoin
 
 __all__ = ["explain_choice", "format_plan", "render_tree"]
 
@@ -96,6 +96,8 @@ def explain_choice(
     lines += render_tree(best.plan, model.estimate(best.plan), actuals)
     lines += [n.blocking.describe() for n in best.plan.walk()
               if isinstance(n, SemJoin) and n.blocking is not None]  # fmt: skip
+    lines += [n.cascade.describe() for n in best.plan.walk()
+              if isinstance(n, SemFilter) and n.cascade is not None]  # fmt: skip
     others = choice.ranked[1 : 1 + runner_ups]
     if others:
         lines.append("runner-up plans:")

@@ -30,6 +30,7 @@ from duckdb_sem.errors import PlanError
 from duckdb_sem.llm.request import OperatorKind
 from duckdb_sem.plan.base import Binary, Node, Unary
 from duckdb_sem.plan.blocking import Blocking
+from duckdb_sem.plan.cascade import Cascade
 from duckdb_sem.plan.expressions import Predicate, ProjectItem, SemCall, quote
 from duckdb_sem.plan.setwise import Aggregate, Limit, Project, SemAgg, Sort
 
@@ -95,7 +96,11 @@ class Filter(Unary):
 
 @dataclass(frozen=True)
 class SemFilter(Unary):
+    """A semantic predicate; with ``cascade`` (an approximate plan) a helper decides the rows
+    it is sure of and the target model the rest."""
+
     call: SemCall
+    cascade: Cascade | None = None
     row_wise: ClassVar[bool] = True
     semantic: ClassVar[bool] = True
 
@@ -109,7 +114,8 @@ class SemFilter(Unary):
         return self.call.reads
 
     def label(self) -> str:
-        return f"SemFilter {self.call.sql()}"
+        cascaded = f" {self.cascade.label()}" if self.cascade else ""
+        return f"SemFilter {self.call.sql()}{cascaded}"
 
 
 @dataclass(frozen=True)

@@ -46,6 +46,11 @@ class QueryStats:
     embed_physical_calls: int = 0  # texts the embedding model ran for this query
     embed_cache_hits: int = 0
     embed_wait_seconds: float = 0.0
+    # a cascaded sem_filter (runtime.cascade): the helper's work, and who decided each row
+    helper_calls: int = 0  # virtual: rows the helper model scored (embeddings: embed_calls)
+    helper_cache_hits: int = 0
+    cascade_helper_rows: int = 0  # rows the helper decided, no target call
+    cascade_target_rows: int = 0  # rows the target answered (its sample included)
 
     def as_dict(self) -> dict[str, float | int | str]:
         return {f.name: getattr(self, f.name) for f in fields(self)}
@@ -132,6 +137,8 @@ class QueryContext:
     run: object | None = None
     # Limits of this query's backend work (``runtime.budget.Budget``); None: none.
     budget: Any = None
+    # Cascaded sem_filters' learning state by operator (``runtime.cascade.Cascades``).
+    cascades: Any = None
 
     def add(self, **deltas: float) -> None:
         with self._lock:

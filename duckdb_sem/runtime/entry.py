@@ -29,9 +29,11 @@ from duckdb_sem.optimizer import optimize
 from duckdb_sem.optimizer.choose import Choice, plan_key
 from duckdb_sem.optimizer.cost import Statistics
 from duckdb_sem.plan.build import build_plan
-from duckdb_sem.plan.nodes import Node, Scan
-from duckdb_sem.runtime.approximation import Approximation
+from duckdb_sem.plan.nodes import Node, Scan, SemFilter
+from duckdb_sem.runtime.approximation import approximation_of
 from duckdb_sem.runtime.blocking import block_sem_joins
+from duckdb_sem.runtime.cascade import cascade_sem_filters
+from duckdb_sem.runtime.cascade_helpers import choose_helper
 from duckdb_sem.runtime.cursors import session_cursor
 from duckdb_sem.runtime.estimator_work import scheduled_samples
 from duckdb_sem.runtime.execute_plan import Actual, Evaluator, Path
@@ -131,6 +133,10 @@ def prepare(
     approximation = options.approximation
     if approximation is not None and approximation.allowed and query is not None:
         written = block_sem_joins(raw, written, engine, query, approximation)  # lossy, opt-in
+        if any(isinstance(n, SemFilter) for n in written.walk()):
+            helper = choose_helper(options.filter_helper, estimator=options.estimator_client,
+                                   named=options.helper_client, engine=engine)  # fmt: skip
+            written = cascade_sem_filters(raw, written, engine, query, helper, approximation)
     choice, model = optimize(raw, sql, stats=profile.stats, written=written)
     store = StatsStore()
     store.seed(profile.stats)
@@ -193,26 +199,33 @@ def options_from_settings(settings: Any) -> RuntimeOptions:
     variables); the estimator backend is built once per spec and process."""
     if settings is None:
         return RuntimeOptions()
-    estimator = client = None
+    estimator = client = helper = None
     spec = getattr(settings, "estimator_backend", None)
     if spec:
-        with _estimators_lock:
-            if spec not in _estimators:
-                backend = create_backend(spec)
-                own = dataclasses.replace(settings, backend=spec, scheduler_url=None)
-                _estimators[spec] = (backend, scheduler_for(own, backend))
-            estimator, client = _estimators[spec]
+        estimator, client = _small_model(settings, spec)
+    named = getattr(settings, "filter_helper", "auto")
+    if named not in ("auto", "estimator", "embed"):  # a backend spec: the cascade's own model
+        helper = _small_model(settings, named)[1]
     return RuntimeOptions(
-        approximation=Approximation(
-            allowed=getattr(settings, "approximate", False),
-            join_recall=getattr(settings, "join_recall", 0.95),
-        ),
+        approximation=approximation_of(settings),
+        filter_helper=getattr(settings, "filter_helper", "auto"),
         mode=getattr(settings, "runtime", "adaptive"),
         batch_rows=getattr(settings, "seu_rows", 256),
         estimator=estimator,
         estimator_client=client,
+        helper_client=helper,
         sample_rows=getattr(settings, "estimator_sample", 8),
     )
+
+
+def _small_model(settings: Any, spec: str) -> tuple[Backend, SchedulerClient]:
+    """The backend of ``spec`` and its scheduler, built once per spec and process."""
+    with _estimators_lock:
+        if spec not in _estimators:
+            backend = create_backend(spec)
+            own = dataclasses.replace(settings, backend=spec, scheduler_url=None)
+            _estimators[spec] = (backend, scheduler_for(own, backend))
+        return _estimators[spec]
 
 
 def run_query(

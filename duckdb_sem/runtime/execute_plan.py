@@ -7,7 +7,8 @@ below it as record batches (``to_arrow_reader``) and sends each batch through th
 operator by operator, via the evaluator (the ``SemEngine``); the surviving rows are registered
 back into DuckDB as an Arrow table for the SQL above. A semantic join streams the candidate
 pairs (a cross join, or the relational join it refines) the same way; a blocked one (an
-approximate plan) only the pairs its embedding block keeps (``runtime.blocking``). Batch-wise execution is
+approximate plan) only the pairs its embedding block keeps (``runtime.blocking``), and a
+cascaded sem_filter asks the target only the rows its helper is unsure of (``runtime.cascade``). Batch-wise execution is
 what lets a later runtime switch plans between batches. The SQL text of scans, joins and the
 sink is written by :mod:`.plan_sql`.
 """
@@ -46,6 +47,7 @@ from duckdb_sem.plan.nodes import (
     quote,
 )
 from duckdb_sem.runtime.blocking import blocked_pairs
+from duckdb_sem.runtime.cascade import run_cascade
 from duckdb_sem.runtime.plan_sql import Path, join_sql, scan_sql, sink_select, split_sink
 
 __all__ = ["Actual", "Evaluator", "Path", "drop_views", "execute_plan", "split_sink"]
@@ -229,7 +231,12 @@ class _Run:
         rows_in = batch.num_rows
         if isinstance(op, SemFilter):
             if rows_in:
-                mask = self._call(op.call, _args(batch, op.call), op.label())
+                args = _args(batch, op.call)
+                if op.cascade is not None:  # approximate: a helper decides some rows
+                    mask = run_cascade(op, args, lambda a: self._call(op.call, a, op.label()),
+                                       self.query)  # fmt: skip
+                else:
+                    mask = self._call(op.call, args, op.label())
                 batch = batch.filter(pc.fill_null(mask, False))
         elif isinstance(op, SemMap):
             values = (

@@ -71,6 +71,9 @@ class RuntimeOptions:
     memo_limit: int = 50_000
     # lossy plans (sem_join blocking) and their targets; None or not allowed: lossless only
     approximation: Approximation | None = None
+    # a cascaded sem_filter's helper: auto, estimator, embed or a backend spec (runtime.cascade)
+    filter_helper: str = "auto"
+    helper_client: SchedulerClient | None = None  # its scheduler, when a backend spec
 
     def __post_init__(self) -> None:
         if self.mode not in MODES:

@@ -1,0 +1,53 @@
+"""What an approximate ``SemFilter`` runs: a cheap helper first, the target for the rest.
+
+A :class:`Cascade` on a :class:`~duckdb_sem.plan.nodes.SemFilter` means: ``helper`` scores every
+row; rows scoring at least ``accept`` pass and rows under ``reject`` fail without a target call;
+the target model answers the rows between. The thresholds shown were learned for this query
+(``runtime.cascade``) from ``sample_rows`` rows the target labelled, to reach the precision and
+recall targets against the target's own answers; each SEU re-learns them with more labelled
+rows. Such a plan is lossy, and only built when the query allows approximation
+(``runtime.approximation``).
+
+Example:
+    >>> c = Cascade("embed minilm:", 0.31, 0.12, 0.9, 0.9, 0.93, 0.91, 0.6, 100, 41)
+    >>> c.label()
+    'CASCADE helper embed minilm: accept >= 0.310, reject < 0.120'
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+__all__ = ["Cascade"]
+
+
+@dataclass(frozen=True, slots=True)
+class Cascade:
+    helper: str  # what scores the rows (a model's identity, or the embedding model's)
+    accept: float  # score at or above which the helper passes a row
+    reject: float  # score below which the helper fails a row
+    precision_target: float
+    recall_target: float
+    sample_precision: float  # estimated on the labelled sample, against the target
+    sample_recall: float
+    helper_share: float  # share of the sample the helper decides alone
+    sample_rows: int
+    sample_positives: int
+
+    def label(self) -> str:
+        return (
+            f"CASCADE helper {self.helper} accept >= {self.accept:.3f}, reject < {self.reject:.3f}"
+        )
+
+    def describe(self) -> str:
+        """The EXPLAIN line: approximate, and with which estimated guarantee."""
+        return (
+            f"APPROXIMATE plan (duckdb_sem.approximate = on): sem_filter runs as a cascade: "
+            f"helper {self.helper} passes rows scoring >= {self.accept:.3f} and fails rows "
+            f"under {self.reject:.3f} without the target model, which answers the rest; "
+            f"thresholds learned from {self.sample_rows} target-labelled rows "
+            f"({self.sample_positives} positive): the helper decides {self.helper_share:.0%} "
+            f"of them at sample precision {self.sample_precision:.2f} and recall "
+            f"{self.sample_recall:.2f} (targets {self.precision_target:.2f}/"
+            f"{self.recall_target:.2f}); re-learned on every SEU"
+        )

@@ -1,0 +1,209 @@
+"""Cascades for ``sem_filter``: a cheap helper decides the rows it is sure of, the target the rest.
+
+An approximate plan (only when the query allows it: ``runtime.approximation``) may run a
+``SemFilter`` over relational input as a cascade:
+
+1. :func:`cascade_sem_filters` (when the query is prepared, so EXPLAIN SEMANTIC shows it): a
+   repeatable sample of ``filter_sample`` input rows is scored by the helper
+   (``runtime.cascade_helpers``) and labelled by the target (its answers are cached, so the run
+   asks none of them again); :func:`~duckdb_sem.estimator.cascade_thresholds.learn_cascade`
+   picks the accept and reject thresholds for the precision and recall targets. The SemFilter
+   gets a :class:`~duckdb_sem.plan.cascade.Cascade`; a filter over fewer than
+   ``min_filter_rows`` rows, or whose sample holds no positive, stays on the target alone.
+2. :func:`run_cascade` (each SEU): the helper scores the batch; ``seu_sample`` of its rows
+   (at least 8) go to the target and join the labelled rows (the latest ``window`` are kept),
+   the thresholds are re-learned on them, so they follow the data as the plan does; the helper
+   decides the rows outside the band and the target answers the rest.
+
+Example: 5,000 reviews, a helper that decides 70% of the sampled rows: the target answers
+about 100 + 5% + 30% of the rows, ~1,850 calls instead of 5,000.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import math
+import threading
+from collections import deque
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+
+from duckdb_sem.estimator.cascade_thresholds import CascadeThresholds, learn_cascade
+from duckdb_sem.llm.request import OperatorKind
+from duckdb_sem.optimizer.cost import operator_signature
+from duckdb_sem.plan.cascade import Cascade
+from duckdb_sem.plan.nodes import Node, SemFilter
+from duckdb_sem.runtime.approximation import Approximation
+from duckdb_sem.runtime.cascade_helpers import Helper
+
+__all__ = ["Cascades", "Learner", "cascade_sem_filters", "run_cascade"]
+
+log = logging.getLogger(__name__)
+
+Target = Callable[[Sequence[pa.Array]], pa.Array]  # the target's answers for some rows
+
+
+@dataclass
+class Learner:
+    """One cascaded filter's labelled rows and current thresholds (mutable, per query)."""
+
+    helper: Helper
+    approximation: Approximation
+    thresholds: CascadeThresholds
+    scores: deque[float] = field(default_factory=deque)
+    labels: deque[bool] = field(default_factory=deque)
+    seus: int = 0
+    history: list[CascadeThresholds] = field(default_factory=list)  # after each SEU
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def add(self, scores: Sequence[float], labels: Sequence[bool | None]) -> None:
+        """Label more rows, keep the latest ``window``, and re-learn the thresholds."""
+        with self.lock:
+            for s, lab in zip(scores, labels, strict=True):
+                self.scores.append(float(s))
+                self.labels.append(bool(lab))
+            while len(self.scores) > self.approximation.window:
+                self.scores.popleft()
+                self.labels.popleft()
+            learned = learn_cascade(list(self.scores), list(self.labels),
+                                    precision=self.approximation.filter_precision,
+                                    recall=self.approximation.filter_recall)  # fmt: skip
+            if learned is not None:
+                self.thresholds = learned
+
+
+class Cascades:
+    """A query's cascaded filters, by operator signature (``QueryContext.cascades``)."""
+
+    def __init__(self) -> None:
+        self.learners: dict[str, Learner] = {}
+
+
+def _take(args: Sequence[pa.Array], at: Sequence[int]) -> list[pa.Array]:
+    index = pa.array(list(at), type=pa.int64())
+    return [a.take(index) for a in args]
+
+
+def _label(target: Target, args: Sequence[pa.Array], at: Sequence[int]) -> list[bool | None]:
+    if not at:
+        return []
+    answers: list[bool | None] = target(_take(args, at)).to_pylist()
+    return answers
+
+
+def learn_filter(con: Any, node: SemFilter, input_sql: str, helper: Helper, target: Target,
+                 query: Any, approximation: Approximation) -> Learner | None:  # fmt: skip
+    """The cascade of ``node`` for this query, or None where the target alone is the plan."""
+    ((rows,),) = con.sql(f"SELECT count(*) FROM ({input_sql})").fetchall()
+    if rows < approximation.min_filter_rows:
+        log.info("%s: %d rows, under %d: no cascade", node.label(), rows,
+                 approximation.min_filter_rows)  # fmt: skip
+        return None
+    sample = con.sql(
+        f"SELECT * FROM ({input_sql}) AS __sem_cascade_input "
+        f"USING SAMPLE reservoir({approximation.filter_sample} ROWS) REPEATABLE (7)"
+    ).to_arrow_table()
+    args = [sample.column(a).combine_chunks() for a in node.call.args]
+    scores = helper.scores(node.call.template, args, query)
+    at = [i for i, s in enumerate(scores) if s is not None]
+    labels = _label(target, args, at)
+    scored = [float(scores[i]) for i in at]  # type: ignore[arg-type]
+    learned = learn_cascade(scored, labels, precision=approximation.filter_precision,
+                            recall=approximation.filter_recall)  # fmt: skip
+    if learned is None:
+        log.info("%s: no positive among %d sampled rows: no cascade", node.label(), len(at))
+        return None
+    learner = Learner(helper, approximation, learned)
+    learner.add(scored, labels)
+    return learner
+
+
+def cascade_sem_filters(con: Any, plan: Node, engine: Any, query: Any, helper: Helper,
+                        approximation: Approximation) -> Node:  # fmt: skip
+    """``plan`` with each SemFilter over relational input cascaded where it pays (see module)."""
+    from duckdb_sem.runtime.execute_plan import _Run  # the relational SQL of a subtree
+
+    sql = _Run(con, engine, query, 2048, None)
+    if query.cascades is None:
+        query.cascades = Cascades()
+
+    def rewrite(node: Node) -> Node:
+        kids = tuple(rewrite(c) for c in node.children)
+        if kids != node.children:
+            node = node.with_children(*kids)
+        if (
+            isinstance(node, SemFilter)
+            and node.cascade is None
+            and node.call.kind is OperatorKind.FILTER
+            and not any(n.semantic for n in node.child.walk())
+        ):
+            call = node.call
+
+            def target(args: Sequence[pa.Array]) -> pa.Array:
+                return engine.run_operator(call.kind, call.template, args,
+                                           output_type=call.output_type, query=query,
+                                           label="sem_filter cascade sample",
+                                           options=call.options)  # fmt: skip
+
+            learner = learn_filter(con, node, sql.rel(node.child, ()), helper, target, query,
+                                   approximation)  # fmt: skip
+            if learner is not None:
+                query.cascades.learners[operator_signature(call)] = learner
+                node = dataclasses.replace(node, cascade=_annotation(learner))
+        return node
+
+    return rewrite(plan)
+
+
+def _annotation(learner: Learner) -> Cascade:
+    t, a = learner.thresholds, learner.approximation
+    return Cascade(
+        helper=learner.helper.name, accept=t.accept, reject=t.reject,
+        precision_target=a.filter_precision, recall_target=a.filter_recall,
+        sample_precision=t.sample_precision, sample_recall=t.sample_recall,
+        helper_share=t.helper_share, sample_rows=t.rows, sample_positives=t.positives,
+    )  # fmt: skip
+
+
+def run_cascade(node: SemFilter, args: Sequence[pa.Array], target: Target, query: Any) -> pa.Array:
+    """The filter's answers for one SEU's rows: the helper's where it is sure, else the target's
+    (see module); without the query's learner (a plan built elsewhere) the target's alone."""
+    cascades = getattr(query, "cascades", None)
+    learner = cascades.learners.get(operator_signature(node.call)) if cascades else None
+    if learner is None:
+        return target(args)
+    n = len(args[0]) if args else 0
+    scores = learner.helper.scores(node.call.template, args, query)
+    scored = [i for i, s in enumerate(scores) if s is not None]
+    share = learner.approximation.seu_sample
+    take = min(len(scored), max(8, math.ceil(share * n))) if share > 0 else 0
+    rng = np.random.default_rng(7 + learner.seus)
+    sample = sorted(int(i) for i in rng.choice(scored, size=take, replace=False)) if take else []
+    answers: list[bool | None] = [None] * n
+    labels = _label(target, args, sample)
+    for i, lab in zip(sample, labels, strict=True):
+        answers[i] = lab
+    learner.add([float(scores[i]) for i in sample], labels)
+    learner.seus += 1
+    learner.history.append(learner.thresholds)
+    sampled = set(sample)
+    ask: list[int] = []
+    decided = 0
+    for i, s in enumerate(scores):
+        if i in sampled:
+            continue
+        verdict = None if s is None else learner.thresholds.decide(s)
+        if verdict is None:
+            ask.append(i)
+        else:
+            answers[i] = verdict
+            decided += 1
+    for i, lab in zip(ask, _label(target, args, ask), strict=True):
+        answers[i] = lab
+    query.add(cascade_helper_rows=decided, cascade_target_rows=len(sample) + len(ask))
+    return pa.array(answers, type=pa.bool_())
