@@ -142,7 +142,8 @@ def _label(node: SemJoin, left: pa.Table, right: pa.Table, at: np.ndarray, engin
     ]  # fmt: skip
     mask = engine.run_operator(node.call.kind, node.call.template, args,
                                output_type=node.call.output_type, query=query,
-                               label="sem_join blocking sample")  # fmt: skip
+                               label="sem_join blocking sample",
+                               options=node.call.options)  # fmt: skip
     labels: list[bool | None] = mask.to_pylist()
     return labels
 
