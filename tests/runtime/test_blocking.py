@@ -86,7 +86,7 @@ def test_set_approximate_per_session_and_show_reset(judge: SameTopicJudge, tmp_p
     for bad, message in (
         ("SET duckdb_sem.join_recall = 1.5", "in \\(0, 1\\]"),
         ("SET duckdb_sem.join_recall = lots", "takes a number"),
-        ("SET duckdb_sem.approximate = maybe", "on or off"),
+        ("SET duckdb_sem.approximate = maybe", "not a switch; set it to on"),
         ("SET duckdb_sem.aproximate = on", "unknown setting duckdb_sem.aproximate"),
     ):
         with pytest.raises(duckdb_sem.ConfigError, match=message):
