@@ -100,8 +100,13 @@ class SemConnection:
         self._plans: OrderedDict[str, Any] = OrderedDict()
 
     # -- DuckDB-compatible surface --------------------------------------------------------
-    def sql(self, query: str, *, params: Sequence[Any] | None = None) -> SemRelation:
-        """Like ``DuckDBPyConnection.sql``: a lazy relation; LLM work happens when fetched."""
+    def sql(
+        self, query: str, *, params: Sequence[Any] | None = None, tree: Any = None
+    ) -> SemRelation:
+        """Like ``DuckDBPyConnection.sql``: a lazy relation; LLM work happens when fetched.
+        ``tree``: the sqlglot AST of ``query`` when the caller parsed it already (the wire
+        server's Postgres pushdown), so the statement is not parsed again."""
+        written = query
         query = normalize_aliases(query)
         explained = self._maybe_explain(query)
         if explained is not None:
@@ -112,7 +117,9 @@ class SemConnection:
         model = parse_model_statement(query)
         if model is not None:
             return SemRelation(self._con.sql(self.model_statement(model)), self)
-        statement = self._sources.open(_numbered(query, params))
+        numbered = _numbered(query, params)
+        reuse = tree is not None and numbered == written  # the AST is of this very text
+        statement = self._sources.open(numbered, tree=tree if reuse else None)
         route = self._route(statement, params)
         if route.planned is not None:
             # Nothing runs yet: each fetch runs the plan on the SEU loop (a LIMIT stops it).

@@ -113,9 +113,11 @@ class SourceRegistry:
         self._pinned: Statement | None = None
         self._tf = itertools.count(1)
 
-    def open(self, sql: str, *, pin: bool = False) -> Statement:
-        """Register what ``sql`` reads from Python and rewrite its table functions."""
+    def open(self, sql: str, *, pin: bool = False, tree: exp.Expr | None = None) -> Statement:
+        """Register what ``sql`` reads from Python and rewrite its table functions
+        (``tree``: the AST of ``sql``, when the caller parsed it)."""
         statement = self._new(sql)
+        statement._tree = tree
         for name, obj in self.caller_objects(sql, statement).items():
             self._register(statement, name, obj)
         if has_table_function(sql):

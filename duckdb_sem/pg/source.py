@@ -100,16 +100,23 @@ class PgSource:
 
         The scans are registered on ``con`` and live until its next rewrite.
         """
+        return self.rewrite_parsed(sql, con)[0]
+
+    def rewrite_parsed(
+        self, sql: str, con: duckdb.DuckDBPyConnection, tree: exp.Expr | None = None
+    ) -> tuple[str, exp.Expr | None]:
+        """:meth:`rewrite`, and the AST of the SQL it returns when it parsed one (``tree``: the
+        AST of ``sql``, when a caller has it), so the statement is not parsed again."""
         self._release(con)
         if not self._mention.search(sql):
-            return sql
+            return sql, tree
         try:
-            root = sqlglot.parse_one(sql, dialect="duckdb")
+            root = tree if tree is not None else sqlglot.parse_one(sql, dialect="duckdb")
         except sqlglot.errors.ParseError as err:
             try:
                 con.extract_statements(sql)
             except duckdb.Error:
-                return sql  # DuckDB will report the syntax error itself
+                return sql, None  # DuckDB will report the syntax error itself
             raise PlanError(
                 f"this statement reads {self.alias}.* (PostgreSQL) but cannot be rewritten to do "
                 f"so: {str(err).splitlines()[0][:200]}; read the table in a simpler query first, "
@@ -117,7 +124,7 @@ class PgSource:
             ) from None
         refs = [t for t in root.find_all(exp.Table) if t.catalog.lower() == self.alias.lower()]
         if not refs:
-            return sql
+            return sql, root
         names: list[str] = []
         for ref in refs:
             table = self.table(ref.db or "public", ref.name)
@@ -138,7 +145,7 @@ class PgSource:
             )
         with self._lock:
             self._registered[con] = names
-        return str(root.sql(dialect="duckdb"))
+        return str(root.sql(dialect="duckdb", normalize_functions=False)), root
 
     def _release(self, con: duckdb.DuckDBPyConnection) -> None:
         with self._lock:

@@ -200,9 +200,15 @@ class Database:
 
     def rewrite(self, sql: str, con: SemConnection) -> str:
         """Route reads of attached PostgreSQL tables to streamed scans (see ``duckdb_sem.pg``)."""
+        return self.rewrite_parsed(sql, con)[0]
+
+    def rewrite_parsed(self, sql: str, con: SemConnection) -> tuple[str, Any]:
+        """:meth:`rewrite`, and the sqlglot AST of the result when the rewrite parsed it (None
+        otherwise), for ``con.sql(..., tree=)``: a statement is parsed once."""
+        tree = None
         for source in self.sources:
-            sql = source.rewrite(sql, con.duckdb)
-        return str(sql)
+            sql, tree = source.rewrite_parsed(sql, con.duckdb, tree)
+        return str(sql), tree
 
     def close(self) -> None:
         self._base.close()

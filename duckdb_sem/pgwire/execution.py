@@ -48,10 +48,10 @@ class Execution:
     def run_sql(self, sql: str, params: list[Any], parsed: Parsed) -> Result:
         """Run one statement that is not a session command (``parsed``: DuckDB's reading)."""
         self.close_open()
-        query = self.db.rewrite(rewrite_catalog(sql), self.con)
+        query, tree = self.db.rewrite_parsed(rewrite_catalog(sql), self.con)
         with self.busy():
             if parsed.returns_rows:
-                rel = self.translated(lambda: self.con.sql(query, params=params or None))
+                rel = self.translated(lambda: self.con.sql(query, params=params or None, tree=tree))
                 reader = self.translated(lambda: rel.to_arrow_reader(1024))
                 self._open = reader
                 return Result.of_rows(parsed.row_tag, reader.schema, self._batches(reader))
