@@ -17,21 +17,20 @@ them from target-labelled rows.
 from __future__ import annotations
 
 import re
-import time
 from collections.abc import Sequence
-from concurrent.futures import TimeoutError as FutureTimeout
 from typing import Any, Protocol
 
 import numpy as np
 import pyarrow as pa
 
-from duckdb_sem.errors import ConfigError, QueryCancelledError
+from duckdb_sem.errors import ConfigError
 from duckdb_sem.llm.prompts import build_request
 from duckdb_sem.llm.render import render_column
 from duckdb_sem.llm.request import Completion, LLMRequest, OperatorKind
 from duckdb_sem.llm.template import parse_template
 from duckdb_sem.runtime.context import QueryContext
 from duckdb_sem.runtime.embeddings import Embeddings
+from duckdb_sem.runtime.waiting import wait_for
 from duckdb_sem.scheduler.seu import SEU, SchedulerClient, Served
 
 __all__ = ["HELPER_LABEL", "EmbedHelper", "Helper", "ModelHelper", "choose_helper"]
@@ -89,7 +88,7 @@ class ModelHelper:
             chunk = items[start : start + self.batch_size]
             seu = SEU(query.query_id, HELPER_LABEL, tuple(r for _, r in chunk), 0.0,
                       query.connection)  # fmt: skip
-            result = _wait(self.client, self.client.submit(seu), query)
+            result = wait_for(self.client, self.client.submit(seu), query)
             for (sig, _), completion, how in zip(chunk, result.completions, result.served,
                                                  strict=True):  # fmt: skip
                 query.memo[sig] = completion
@@ -108,18 +107,6 @@ def _score(completion: Completion) -> float | None:
     if completion.value is None:
         return None
     return 1.0 if completion.value else -1.0  # a model that answers without log-probabilities
-
-
-def _wait(client: SchedulerClient, future: Any, query: QueryContext) -> Any:
-    while True:
-        if query.cancelled.is_set():
-            client.cancel(query.query_id)
-            raise QueryCancelledError(f"query {query.query_id} was cancelled")
-        try:
-            return future.result(timeout=0.05)
-        except FutureTimeout:
-            time.sleep(0)
-            continue
 
 
 class EmbedHelper:

@@ -16,10 +16,7 @@ from __future__ import annotations
 
 import dataclasses
 import threading
-import time
 from collections.abc import Sequence
-from concurrent.futures import Future
-from concurrent.futures import TimeoutError as FutureTimeout
 from typing import Any
 
 import numpy as np
@@ -27,9 +24,10 @@ import numpy as np
 from duckdb_sem.backends.base import Backend
 from duckdb_sem.backends.embedder import embed_request
 from duckdb_sem.config import Settings
-from duckdb_sem.errors import ConfigError, QueryCancelledError
+from duckdb_sem.errors import ConfigError
 from duckdb_sem.runtime.context import QueryContext
-from duckdb_sem.scheduler.seu import SEU, SchedulerClient, Served, SEUResult
+from duckdb_sem.runtime.waiting import wait_for
+from duckdb_sem.scheduler.seu import SEU, SchedulerClient, Served
 from duckdb_sem.scheduler.shared import scheduler_for
 
 __all__ = ["Embeddings"]
@@ -96,7 +94,7 @@ class Embeddings:
             chunk = todo[start : start + self.batch_size]
             seu = SEU(query.query_id, "sem_embed", tuple(requests[t] for t in chunk), 0.0,
                       query.connection)  # fmt: skip
-            result = _wait(client, client.submit(seu), query)
+            result = wait_for(client, client.submit(seu), query, waited="embed_wait_seconds")
             for text, completion, how in zip(chunk, result.completions, result.served,
                                              strict=True):  # fmt: skip
                 if completion.value is None:
@@ -132,18 +130,3 @@ class Embeddings:
 def _backend(client: SchedulerClient) -> Any:
     backends = getattr(client, "backends", None)
     return backends[0] if backends else None
-
-
-def _wait(client: SchedulerClient, future: Future[SEUResult], query: QueryContext) -> SEUResult:
-    started = time.monotonic()
-    try:
-        while True:
-            if query.cancelled.is_set():
-                client.cancel(query.query_id)
-                raise QueryCancelledError(f"query {query.query_id} was cancelled")
-            try:
-                return future.result(timeout=0.05)
-            except FutureTimeout:
-                continue
-    finally:
-        query.add(embed_wait_seconds=time.monotonic() - started)

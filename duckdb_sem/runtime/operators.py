@@ -10,16 +10,13 @@ submits them one at a time to the scheduler client, so other queries can run in 
 from __future__ import annotations
 
 import logging
-import time
 from collections.abc import Sequence
-from concurrent.futures import Future
-from concurrent.futures import TimeoutError as FutureTimeout
 from typing import Any
 
 import pyarrow as pa
 
 from duckdb_sem.backends.tokens import estimate_tokens
-from duckdb_sem.errors import QueryCancelledError, TemplateError
+from duckdb_sem.errors import TemplateError
 from duckdb_sem.llm.call_options import DEFAULT_OPTIONS, CallOptions
 from duckdb_sem.llm.outputs import parse_type
 from duckdb_sem.llm.prompts import build_request
@@ -29,8 +26,9 @@ from duckdb_sem.llm.template import Template, parse_template
 from duckdb_sem.optimizer.cost import CostModel
 from duckdb_sem.runtime.context import Progress, QueryContext
 from duckdb_sem.runtime.embeddings import Embeddings
+from duckdb_sem.runtime.waiting import wait_for
 from duckdb_sem.scheduler.models import Models
-from duckdb_sem.scheduler.seu import SEU, SchedulerClient, Served, SEUResult
+from duckdb_sem.scheduler.seu import SEU, SchedulerClient, Served
 
 __all__ = ["AGG_CHUNK_CHARS", "SemEngine"]
 
@@ -184,7 +182,7 @@ class SemEngine:
             seu = SEU(
                 query.query_id, label, tuple(r for _, r in chunk), remaining, query.connection
             )
-            result = self._wait(client.submit(seu), query, client)
+            result = wait_for(client, client.submit(seu), query, waited="llm_wait_seconds")
             for (sig, _), completion, how in zip(
                 chunk, result.completions, result.served, strict=True
             ):
@@ -222,22 +220,6 @@ class SemEngine:
             )
             out.append(answer)
         return out
-
-    def _wait(
-        self, future: Future[SEUResult], query: QueryContext, client: SchedulerClient
-    ) -> SEUResult:
-        started = time.monotonic()
-        try:
-            while True:
-                if query.cancelled.is_set():
-                    client.cancel(query.query_id)
-                    raise QueryCancelledError(f"query {query.query_id} was cancelled")
-                try:
-                    return future.result(timeout=0.05)
-                except FutureTimeout:
-                    continue
-        finally:
-            query.add(llm_wait_seconds=time.monotonic() - started)
 
     def _aggregate(
         self,
