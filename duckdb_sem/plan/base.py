@@ -9,7 +9,7 @@ rewrites cannot build an ill-formed plan.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from functools import cached_property
 from typing import ClassVar
@@ -54,6 +54,12 @@ class Node:
         yield self
         for child in self.children:
             yield from child.walk()
+
+    def transform(self, step: Callable[[Node], Node]) -> Node:
+        """Bottom-up rewrite: ``step`` sees each node after its children were rewritten."""
+        kids = tuple(c.transform(step) for c in self.children)
+        node = self.with_children(*kids) if kids != self.children else self
+        return step(node)
 
     def _check_reads(self) -> None:
         missing = self.reads - frozenset().union(*(c.attrs for c in self.children))

@@ -156,10 +156,7 @@ def block_sem_joins(
 
     sql = _Run(con, engine, query, 2048, None)
 
-    def rewrite(node: Node) -> Node:
-        kids = tuple(rewrite(c) for c in node.children)
-        if kids != node.children:
-            node = node.with_children(*kids)
+    def blocked(node: Node) -> Node:
         if (
             isinstance(node, SemJoin)
             and node.blocking is None
@@ -171,7 +168,7 @@ def block_sem_joins(
                 node = SemJoin(node.left, node.right, node.call, node.condition, blocking)
         return node
 
-    return rewrite(plan)
+    return plan.transform(blocked)
 
 
 def blocked_pairs(

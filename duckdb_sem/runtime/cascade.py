@@ -132,10 +132,7 @@ def cascade_sem_filters(con: Any, plan: Node, engine: Any, query: Any, helper: H
     if query.cascades is None:
         query.cascades = Cascades()
 
-    def rewrite(node: Node) -> Node:
-        kids = tuple(rewrite(c) for c in node.children)
-        if kids != node.children:
-            node = node.with_children(*kids)
+    def cascaded(node: Node) -> Node:
         if (
             isinstance(node, SemFilter)
             and node.cascade is None
@@ -157,7 +154,7 @@ def cascade_sem_filters(con: Any, plan: Node, engine: Any, query: Any, helper: H
                 node = dataclasses.replace(node, cascade=_annotation(learner))
         return node
 
-    return rewrite(plan)
+    return plan.transform(cascaded)
 
 
 def _annotation(learner: Learner) -> Cascade:
