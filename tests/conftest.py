@@ -51,3 +51,19 @@ def con(rules: RuleBackend, tmp_path: Path) -> Iterator[duckdb_sem.SemConnection
     )
     yield c
     c.close()
+
+
+@pytest.fixture
+def sqlglot_parses(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """How many statements sqlglot has parsed since the fixture started (``[count]``)."""
+    import sqlglot.parser
+
+    calls = [0]
+    parse = sqlglot.parser.Parser.parse
+
+    def counting(self: sqlglot.parser.Parser, *args: object, **kwargs: object) -> object:
+        calls[0] += 1
+        return parse(self, *args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(sqlglot.parser.Parser, "parse", counting)
+    return calls
