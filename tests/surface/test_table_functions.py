@@ -174,3 +174,21 @@ def test_an_input_with_a_semantic_call_is_read_when_rows_are_pulled(
     assert [r[1] for r in rows] == [1, 2, 3] and all(r[0] % 2 == 0 for r in rows)
     assert rules.calls == 40 + 20  # the input's filter on every row, the ranking on the kept
     assert con.stats().llm_calls == 60
+
+
+def test_an_input_never_read_is_released_with_its_connection() -> None:
+    """A table function's input with a semantic call holds a cursor (and a share of the
+    scheduler) until it is read; an opened statement that is never fetched, or only
+    explained, gives it back at close, so the last connection still closes the scheduler."""
+    con = duckdb_sem.connect(backend="test:?selectivity=0.37", cache="off")  # its own scheduler
+    con.execute("CREATE TABLE t AS SELECT range AS id, 'row ' || range AS text FROM range(10)")
+    query = (
+        "SELECT * FROM sem_topk('SELECT id, text FROM t WHERE sem_filter(''{text} ok'')', "
+        "2, '{text} is nice')"
+    )
+    rel = con.sql(query)  # opened, never fetched
+    con.explain_semantic(query)
+    scheduler = con.session.engine.client.scheduler  # type: ignore[attr-defined]
+    con.close()
+    assert scheduler._closed
+    del rel
