@@ -36,7 +36,7 @@ from duckdb_sem.identifiers import quote_identifier as _q
 from duckdb_sem.optimizer import plan_query
 from duckdb_sem.runtime import similarity as sim
 from duckdb_sem.runtime import table_sources as ts
-from duckdb_sem.runtime.blocking import embeddings_of
+from duckdb_sem.runtime.blocking import block_sem_joins, embeddings_of
 from duckdb_sem.runtime.execute_plan import execute_plan
 from duckdb_sem.surface.bind import has_semantic_call, parse_statement
 from duckdb_sem.surface.similarity_calls import SimilarityCall, check_text_column
@@ -352,10 +352,13 @@ class SourceRegistry:
                 f"SELECT {items} FROM __sem_left AS l CROSS JOIN __sem_right AS r "
                 f"WHERE sem_join({literal}, {args}{options})"
             )
-            plan = plan_query(cursor, sql)
+            plan = plan_query(cursor, sql).root
+            engine = self._owner.session.engine
+            approximation = self._owner.approximation
+            if approximation.allowed:  # lossy and opt-in, as for a sem_join in JOIN ON
+                plan = block_sem_joins(cursor, plan, engine, query(), approximation)
             batch = self._owner.settings.batch_size
-            result = execute_plan(cursor, plan, self._owner.session.engine, query(),
-                                          batch_size=max(batch, 1))  # fmt: skip
+            result = execute_plan(cursor, plan, engine, query(), batch_size=max(batch, 1))
             yield from result.to_batches(max_chunksize=max(batch, 1))
         finally:
             cursor.close()
