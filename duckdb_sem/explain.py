@@ -17,8 +17,12 @@ A call on a named model shows it in its operator's label (``model := 'fast'``), 
 
 from __future__ import annotations
 
+import contextlib
+import time
 from collections.abc import Iterator
 from typing import TYPE_CHECKING
+
+import duckdb
 
 from duckdb_sem.backends.base import plain_chat
 from duckdb_sem.errors import PlanError
@@ -74,14 +78,14 @@ def explain_semantic(
     engine = con.session.engine
     route = con._route(con._sources.open(sql), None)  # the front end a run goes through
     if route.planned is None:
-        return _unplanned(con, sql, route.sql, route.why)
+        return _unplanned(con, sql, route.sql, route.why, analyze=analyze)
     query = con.session.query  # the estimator's samples, if any, are this query's
     try:
         prepared = prepare(raw, route.planned, engine, options, query=query,
                            written=con._plans.get(route.planned))  # fmt: skip
     except PlanError as err:
         bound = con._route(con._sources.open(sql), None, plan=False).sql
-        return _unplanned(con, sql, bound, str(err))
+        return _unplanned(con, sql, bound, str(err), analyze=analyze)
     model = CostModel(table_rows=prepared.table_rows, stats=prepared.stats)
     head = statistics_line(prepared, options)
     spend = estimate_lines(
@@ -249,9 +253,12 @@ def _first_request(con: SemConnection, plan: Node, call: SemCall) -> LLMRequest 
                          labels=call.labels)  # fmt: skip
 
 
-def _unplanned(con: SemConnection, sql: str, bound_sql: str, why: str) -> str:
+def _unplanned(
+    con: SemConnection, sql: str, bound_sql: str, why: str, *, analyze: bool = False
+) -> str:
     """``bound_sql``: the statement as the UDF path runs it; its spend comes from a dry run
-    of ``sql`` (:mod:`duckdb_sem.runtime.dry_run`)."""
+    of ``sql`` (:mod:`duckdb_sem.runtime.dry_run`). With ``analyze`` the statement then runs
+    for real (as in Postgres, a write is done) and what it asked is added."""
     lines = [
         "not planned by the optimizer: " + why,
         "DuckDB runs it with the sem_* functions where they are written (same engine, "
@@ -268,4 +275,22 @@ def _unplanned(con: SemConnection, sql: str, bound_sql: str, why: str) -> str:
     rows = con.duckdb.execute("EXPLAIN " + bound_sql).fetchall()
     for _, plan in rows:
         lines.extend("  " + line for line in str(plan).splitlines())
+    if analyze:
+        lines.append(_actual_line(con, sql))
     return "\n".join(lines)
+
+
+def _actual_line(con: SemConnection, sql: str) -> str:
+    """Run ``sql`` on ``con`` to its last row and say what it asked the models."""
+    started = time.perf_counter()
+    con.execute(sql)
+    with contextlib.suppress(duckdb.Error):  # a statement without a result
+        while con.duckdb.fetchmany(2048):
+            pass
+    s = con.stats()
+    return (
+        f"actual: calls {s.llm_calls:,} ({s.physical_calls:,} to a backend, {s.cache_hits:,} "
+        f"cached, {s.fused:,} fused, {s.deduplicated:,} repeated in the query)  tokens "
+        f"{s.physical_prompt_tokens:,} prompt + {s.physical_completion_tokens:,} completion "
+        f"sent  in {time.perf_counter() - started:.2f} s"
+    )

@@ -150,3 +150,18 @@ def test_a_temp_table_the_dry_run_cannot_see_is_said_so(con: duckdb_sem.SemConne
     text = con.explain_semantic("WITH m AS (SELECT * FROM mine) SELECT sem_map('{text} y') FROM m")
     assert "estimated: not available (the dry run failed" in text
     assert "cannot see this connection's TEMP tables" in text
+
+
+def test_explain_analyze_runs_the_statement_and_adds_what_it_asked(tmp_path: Path) -> None:
+    con = _open(cache=str(tmp_path / "cache.sqlite"))
+    lines = con.explain_semantic(CTE, analyze=True).splitlines()
+    actual = re.match(r"actual: calls ([\d,]+) \(([\d,]+) to a backend", lines[-1])
+    assert actual, lines[-1]
+    assert float(actual.group(2).replace(",", "")) == _calls("\n".join(lines)) > 0
+    again = con.explain_semantic(CTE, analyze=True).splitlines()[-1]
+    assert re.match(r"actual: calls [\d,]+ \(0 to a backend, [\d,]+ cached", again), again
+    con.execute("CREATE TABLE g (x VARCHAR)")
+    con.sql("EXPLAIN ANALYZE SEMANTIC INSERT INTO g SELECT sem_map('{text} y') FROM reviews "
+            "WHERE id < 7").fetchall()  # fmt: skip
+    assert con.sql("SELECT count(*) FROM g").fetchone() == (7,)  # as in Postgres: it ran
+    con.close()
