@@ -10,12 +10,13 @@ prefix whose KV cache is reused across rows, and the answer is the log-probabili
 "yes" tokens over the "no" tokens at the start of the assistant turn. Tiny models are biased
 towards one answer, and the bias depends on the question, so the margin is *contextually
 calibrated per template* (Zhao et al. 2021): the mean margin of content-free rows built from the
-request's own template (its fields blanked, or filled with "N/A", "[MASK]", "...") is
-subtracted, and the decision is ``calibrated > 0``. A closed answer (``Task.CLASSIFY``: BOOLEAN
-maps, integer scales, labels) is scored in one forward pass, no decoding: each label's
-log-probability, calibrated against the same content-free rows; the answer is the best label
-(its ``score`` is, for a numeric scale, the calibrated expectation, which ranks rows more
-finely). The template's text before its first field joins the KV-shared prefix, so only the
+request's own template (its fields blanked, or filled with "N/A", "[MASK]", "...", and for a
+one-row template with fixed irrelevant texts: ``LLMRequest.calibration_rows``) is subtracted,
+and the decision is ``calibrated > 0``. A closed answer (``Task.CLASSIFY``: BOOLEAN maps,
+labels) is scored in one forward pass, no decoding: each label's log-probability, calibrated
+against the same content-free rows; the answer is the best label. An integer scale is answered
+from the calibrated decision "is the answer in the upper half of that scale?" mapped onto the
+scale by fixed cut points (see ``SCALE_QUESTION``; its ``score`` ranks rows more finely). The template's text before its first field joins the KV-shared prefix, so only the
 row's own values are evaluated per row. Typed generation uses a grammar derived from the
 output type, so the output parses; malformed output is retried per ``RETRY_POLICY`` and then
 returned as ``value=None``.

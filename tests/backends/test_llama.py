@@ -80,8 +80,8 @@ def test_calibration_is_per_template(backend: LlamaBackend) -> None:
             for t in texts
         ]
         backend.complete(requests)
-    offsets = {k: v for k, v in backend._calibration.items() if k[2] is not None}
-    pieces = {k[2] for k in offsets}
+    offsets = {k: v for k, v in backend._calibration.items() if k[3] is not None}
+    pieces = {k[3] for k in offsets}
     assert {FILTER.pieces, other.pieces} <= pieces  # one offset per template
     assert len({round(v, 6) for v in offsets.values()}) == len(offsets)
 
