@@ -25,7 +25,7 @@ from duckdb_sem.backends.llama import LlamaBackend
 from duckdb_sem.backends.llama_model import default_model_path, gemma_model_path
 from duckdb_sem.data import dataset_path
 from duckdb_sem.llm.prompts import build_request
-from duckdb_sem.llm.request import OperatorKind
+from duckdb_sem.llm.request import CALIBRATION_TEXTS, CONTENT_FREE_FILLERS, OperatorKind
 from duckdb_sem.llm.template import parse_template
 
 FILTERS = (
@@ -41,6 +41,20 @@ JOINS = (
     "Does this review talk about the film with this synopsis? Review: {0} Synopsis: {1}",
     "Plot: {1}\nReview: {0}\nIs the review about this plot's movie?",
 )
+
+#: the candidate calibration rows compared (the kept ones are in llm.request)
+FILLERS: dict[str, list[str]] = {
+    "cf": list(CONTENT_FREE_FILLERS),
+    "words": [
+        "window river paper seven lamp quietly orange build",
+        "table cloud yesterday metal green walk simple door",
+        "number garden slowly bright stone kitchen letter eight",
+        "morning glass carry yellow field pencil under cold",
+        "street animal open little wood answer sugar often",
+        "button winter north quiet bottle happen circle road",
+    ],
+    "offdomain": list(CALIBRATION_TEXTS),
+}
 
 
 def tuning_rows() -> list[dict[str, str]]:
@@ -135,7 +149,8 @@ def analyse(path: Path) -> None:
                 f"{source[:60]!r} AUC {auc(rows, labels):.3f} true {truth:.2f} "
                 f"rows {min(rows):.2f}..{sorted(rows)[len(rows) // 2]:.2f}..{max(rows):.2f}"
             )
-            for name, cal in got.items():
+            kept = [("cf+offdomain", got["cf"] + got["offdomain"])] if "offdomain" in got else []
+            for name, cal in [*got.items(), *kept]:
                 if name == "rows":
                     continue
                 for how, off in (
@@ -155,12 +170,12 @@ def main() -> None:
     parser.add_argument("--model", default="gemma")
     parser.add_argument("--out", type=Path)
     parser.add_argument("--analyse", type=Path)
-    parser.add_argument("--fillers", type=Path, help="JSON {name: [texts]}")
+    parser.add_argument("--fillers", type=Path, help="JSON {name: [texts]}; default: FILLERS")
     args = parser.parse_args()
     if args.analyse:
         analyse(args.analyse)
         return
-    fillers = json.loads(args.fillers.read_text(encoding="utf-8"))
+    fillers = json.loads(args.fillers.read_text(encoding="utf-8")) if args.fillers else FILLERS
     run(args.model, args.out, fillers)
 
 
