@@ -6,9 +6,12 @@ rate; generated values, with their prompt time taken off at that rate, give the 
 Until the backend has answered :data:`MIN_REQUESTS` of each kind in this process, the
 reference rates below stand in for what is missing.
 
-The reference is ``benchmarks/bench_throughput.py`` on SmolLM2-135M-Instruct with 2 threads
-(``benchmarks/results/throughput.md``), measured on a 2-core machine shared with other jobs
-(load average about 5): a quiet machine is faster, so an estimate from it errs on the long side.
+The reference is ``benchmarks/bench_throughput.py`` on the routed default (gemma-3-270m for the
+decisions, SmolLM2-135M-Instruct for the generated values) with 2 threads, 24 rows, on a quiet
+2-core machine (``benchmarks/results/throughput.md``, load average under 1): a loaded machine
+is slower, so there an estimate from it errs on the short side until the backend has measured
+itself. (The earlier reference, 54 / 2.1 tokens/s, was measured at load average 3-6 and made a
+quiet machine's estimate about 20x too long.)
 """
 
 from __future__ import annotations
@@ -20,7 +23,7 @@ from duckdb_sem.backends.throughput import Throughput
 __all__ = ["MIN_REQUESTS", "REFERENCE", "RateMeter"]
 
 #: prompt and completion tokens per second, 2 threads (benchmarks/results/throughput.md)
-REFERENCE = (54.0, 2.1)
+REFERENCE = (3190.0, 57.0)
 MIN_REQUESTS = 4  # of each kind before the measured rate replaces the reference
 
 
@@ -62,6 +65,6 @@ class RateMeter:
         else:
             source = (
                 f"reference {rates} at 2 threads, this backend runs {threads} "
-                "(benchmarks/results/throughput.md, a loaded 2-core machine)"
+                "(benchmarks/results/throughput.md, a quiet 2-core machine)"
             )
         return Throughput(prompt_rate, completion_rate, source=source)
