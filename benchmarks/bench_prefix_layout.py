@@ -13,6 +13,7 @@ from __future__ import annotations
 import argparse
 import collections
 import csv
+import os
 import time
 from pathlib import Path
 
@@ -46,7 +47,8 @@ def main() -> None:
     lines = [
         "# Prefix layout: a 35-row filter with a long leading question",
         "",
-        f"`llama:` (SmolLM2-135M), {args.threads} thread(s), reviews of `{movie}`.",
+        f"`llama:` (the routed default: gemma-3-270m answers decisions), {args.threads} "
+        f"thread(s), reviews of `{movie}`, load average {os.getloadavg()[0]:.1f} at the start.",
         "",
         "| run | layout | seconds | yes |",
         "|---|---|---|---|",
