@@ -239,7 +239,9 @@ class CostModel:
             out[path] = Estimate(rows, cost=rel * rows_in)
         elif isinstance(node, SemFilter):
             rows = rows_in * self.call_stats(node.call).selectivity
-            out[path] = self._llm(node.call, rows_in, rows)
+            # cascaded (approximate): the target answers only the rows its helper leaves
+            asked = rows_in * node.cascade.target_share if node.cascade else rows_in
+            out[path] = self._llm(node.call, asked, rows)
         elif isinstance(node, SemMap):
             rows = rows_in
             out[path] = self._llm(node.call, rows_in, rows)

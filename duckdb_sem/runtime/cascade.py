@@ -7,7 +7,8 @@ An approximate plan (only when the query allows it: ``runtime.approximation``) m
    repeatable sample of ``filter_sample`` input rows is scored by the helper
    (``runtime.cascade_helpers``) and labelled by the target (its answers are cached, so the run
    asks none of them again); :func:`~duckdb_sem.estimator.cascade_thresholds.learn_cascade`
-   picks the accept and reject thresholds for the precision and recall targets. The SemFilter
+   picks the accept and reject thresholds whose lower confidence bounds meet the precision and
+   recall targets at ``confidence`` (what that guarantees: ``estimator.cascade_thresholds``). The SemFilter
    gets a :class:`~duckdb_sem.plan.cascade.Cascade`; a filter over fewer than
    ``min_filter_rows`` rows, or whose sample holds no positive, stays on the target alone.
 2. :func:`run_cascade` (each SEU): the helper scores the batch; ``seu_sample`` of its rows
@@ -16,7 +17,8 @@ An approximate plan (only when the query allows it: ``runtime.approximation``) m
    decides the rows outside the band and the target answers the rest.
 
 Example: 5,000 reviews, a helper that decides 70% of the sampled rows: the target answers
-about 100 + 5% + 30% of the rows, ~1,850 calls instead of 5,000.
+about 100 + 5% + 30% of the rows, ~1,850 calls instead of 5,000. The bounds narrow as the
+labelled window grows, so the first SEUs leave more rows to the target than the later ones.
 """
 
 from __future__ import annotations
@@ -72,7 +74,8 @@ class Learner:
                 self.labels.popleft()
             learned = learn_cascade(list(self.scores), list(self.labels),
                                     precision=self.approximation.filter_precision,
-                                    recall=self.approximation.filter_recall)  # fmt: skip
+                                    recall=self.approximation.filter_recall,
+                                    confidence=self.approximation.confidence)  # fmt: skip
             if learned is not None:
                 self.thresholds = learned
 
@@ -114,7 +117,8 @@ def learn_filter(con: Any, node: SemFilter, input_sql: str, helper: Helper, targ
     labels = _label(target, args, at)
     scored = [float(scores[i]) for i in at]  # type: ignore[arg-type]
     learned = learn_cascade(scored, labels, precision=approximation.filter_precision,
-                            recall=approximation.filter_recall)  # fmt: skip
+                            recall=approximation.filter_recall,
+                            confidence=approximation.confidence)  # fmt: skip
     if learned is None:
         log.info("%s: no positive among %d sampled rows: no cascade", node.label(), len(at))
         return None
@@ -126,9 +130,9 @@ def learn_filter(con: Any, node: SemFilter, input_sql: str, helper: Helper, targ
 def cascade_sem_filters(con: Any, plan: Node, engine: Any, query: Any, helper: Helper,
                         approximation: Approximation) -> Node:  # fmt: skip
     """``plan`` with each SemFilter over relational input cascaded where it pays (see module)."""
-    from duckdb_sem.runtime.execute_plan import _Run  # the relational SQL of a subtree
+    # imported here: execute_plan imports this module to run the cascade
+    from duckdb_sem.runtime.execute_plan import relational_sql
 
-    sql = _Run(con, engine, query, 2048, None)
     if query.cascades is None:
         query.cascades = Cascades()
 
@@ -147,7 +151,7 @@ def cascade_sem_filters(con: Any, plan: Node, engine: Any, query: Any, helper: H
                                            label="sem_filter cascade sample",
                                            options=call.options)  # fmt: skip
 
-            learner = learn_filter(con, node, sql.rel(node.child, ()), helper, target, query,
+            learner = learn_filter(con, node, relational_sql(con, node.child), helper, target, query,
                                    approximation)  # fmt: skip
             if learner is not None:
                 query.cascades.learners[operator_signature(call)] = learner
@@ -164,6 +168,8 @@ def _annotation(learner: Learner) -> Cascade:
         precision_target=a.filter_precision, recall_target=a.filter_recall,
         sample_precision=t.sample_precision, sample_recall=t.sample_recall,
         helper_share=t.helper_share, sample_rows=t.rows, sample_positives=t.positives,
+        confidence=a.confidence, precision_bound=t.precision_bound or 0.0,
+        recall_bound=t.recall_bound or 0.0, seu_sample=a.seu_sample,
     )  # fmt: skip
 
 

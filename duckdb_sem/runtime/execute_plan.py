@@ -50,7 +50,8 @@ from duckdb_sem.runtime.blocking import blocked_pairs
 from duckdb_sem.runtime.cascade import run_cascade
 from duckdb_sem.runtime.plan_sql import Path, join_sql, scan_sql, sink_select, split_sink
 
-__all__ = ["Actual", "Evaluator", "Path", "drop_views", "execute_plan", "split_sink"]
+__all__ = ["Actual", "Evaluator", "Path", "drop_views", "execute_plan", "relational_sql",
+           "split_sink"]
 
 _names = itertools.count()
 
@@ -99,6 +100,19 @@ def execute_plan(
         return run.sink(root)
     finally:
         drop_views(raw, run.registered)
+
+
+def relational_sql(con: Any, node: Node) -> str:
+    """The SQL of a relational subtree (scans, filters, joins), as the executor runs it: what
+    the approximate plans sample before the run (``runtime.blocking``, ``runtime.cascade``).
+
+    Example:
+        >>> relational_sql(None, Scan("t", "t", ("id",)))  # doctest: +ELLIPSIS
+        'SELECT ... FROM t...'
+    """
+    if any(n.semantic for n in node.walk()):
+        raise ValueError(f"relational_sql: {node.label()} holds a semantic operator")
+    return _Run(getattr(con, "duckdb", con), None, None, 2048, None).rel(node, ())  # type: ignore[arg-type]
 
 
 def drop_views(con: SqlConnection, names: Sequence[str]) -> None:
