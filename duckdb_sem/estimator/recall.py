@@ -93,7 +93,11 @@ def sample_pairs(
         return PairSample(tuple(int(i) for i in valid), (1.0,) * len(valid),
                           (0,) * len(valid), (len(valid),), (floor,))  # fmt: skip
     order = valid[np.argsort(-flat[valid], kind="stable")]
-    bounds = strata_bounds(len(order), strata)
+    # a boundary never splits equal similarities (a threshold cannot either): it moves up to
+    # the first pair of its tie, so the ties all fall in the lower stratum
+    descending = -flat[order]
+    bounds = sorted({int(np.searchsorted(descending, descending[b], side="left")) if b < len(order)
+                     else b for b in strata_bounds(len(order), strata)} - {0} | {0})  # fmt: skip
     sizes = [hi - lo for lo, hi in itertools.pairwise(bounds)]
     takes = _allocate(sizes, size)
     rng = np.random.default_rng(seed)
