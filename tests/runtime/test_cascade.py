@@ -73,7 +73,7 @@ def test_a_lower_precision_target_lets_the_helper_pass_plums(tmp_path: Path) -> 
     # 90%) over 0.3; a target of 0.4 is over that bound, and the target answers them
     assert got > APPLES
     assert len(APPLES) / len(got) >= 0.3
-    assert con.stats().physical_calls < 0.4 * 600
+    assert con.stats().physical_calls < 0.5 * 600  # the first SEUs, on fewer labels, ask more
     for bad, message in (
         ("SET duckdb_sem.filter_recall = 0", "filter_recall must be in \\(0, 1\\]"),
         ("SET duckdb_sem.filter_precision = high", "takes a number"),
