@@ -50,8 +50,15 @@ from duckdb_sem.runtime.blocking import blocked_pairs
 from duckdb_sem.runtime.cascade import run_cascade
 from duckdb_sem.runtime.plan_sql import Path, join_sql, scan_sql, sink_select, split_sink
 
-__all__ = ["Actual", "Evaluator", "Path", "drop_views", "execute_plan", "relational_sql",
-           "split_sink"]
+__all__ = [
+    "Actual",
+    "Evaluator",
+    "Path",
+    "drop_views",
+    "execute_plan",
+    "relational_sql",
+    "split_sink",
+]
 
 _names = itertools.count()
 

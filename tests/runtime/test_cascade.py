@@ -49,8 +49,10 @@ def test_model_helper_decides_the_pears_and_the_target_the_rest(tmp_path: Path) 
     plan = con.explain_semantic(QUERY)
     assert "CASCADE helper test:" in plan and "accept >= inf" in plan
     assert "APPROXIMATE plan (duckdb_sem.approximate = on): sem_filter runs as a cascade" in plan
-    assert ("sample precision 1.00 and recall 1.00, bounds precision >= 1.00 and recall >= 0.90 "
-            "at confidence 0.90 (targets 0.90/0.90)") in plan
+    assert (
+        "sample precision 1.00 and recall 1.00, bounds precision >= 1.00 and recall >= 0.90 "
+        "at confidence 0.90 (targets 0.90/0.90)"
+    ) in plan
     # the cost model counts the saving: the target answers the SEU samples and the helper's
     # undecided rows, 600 x (0.05 + 0.95 x (1 - the helper's share)), not 600
     share = float(plan.split("the helper decides ")[1].split("%")[0]) / 100
