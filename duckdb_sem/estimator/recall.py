@@ -31,7 +31,7 @@ hold, so certifying recall 0.95 when matches are rare takes about ``ln(2m/delta)
 
 Example (two matches of weight 1 at 0.9 and 0.5, one of weight 2 at 0.7):
     >>> learn_threshold([0.9, 0.7, 0.5, 0.2], [True, True, True, False], [1, 2, 1, 4], 0.75)
-    Threshold(threshold=0.7, sample_recall=0.75, positives=3)
+    Threshold(threshold=0.7, sample_recall=0.75, positives=3, recall_bound=None, kept_strata=None)
 """
 
 from __future__ import annotations
