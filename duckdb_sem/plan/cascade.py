@@ -38,6 +38,7 @@ class Cascade:
     precision_bound: float = 0.0  # lower confidence bounds of the true precision and recall
     recall_bound: float = 0.0
     seu_sample: float = 0.0  # share of each SEU's rows the target labels anyway
+    operator: str = "sem_filter"  # or sem_join: its candidate pairs are the rows
 
     @property
     def target_share(self) -> float:
@@ -53,10 +54,11 @@ class Cascade:
     def describe(self) -> str:
         """The EXPLAIN line: approximate, and with which estimated guarantee."""
         return (
-            f"APPROXIMATE plan (duckdb_sem.approximate = on): sem_filter runs as a cascade: "
+            f"APPROXIMATE plan (duckdb_sem.approximate = on): {self.operator} runs as a cascade: "
             f"helper {self.helper} passes rows scoring >= {self.accept:.3f} and fails rows "
             f"under {self.reject:.3f} without the target model, which answers the rest; "
-            f"thresholds learned from {self.sample_rows} target-labelled rows "
+            f"thresholds learned from {self.sample_rows} target-labelled "
+            f"{'pairs' if self.operator == 'sem_join' else 'rows'} "
             f"({self.sample_positives} positive): the helper decides {self.helper_share:.0%} "
             f"of them at sample precision {self.sample_precision:.2f} and recall "
             f"{self.sample_recall:.2f}, bounds precision >= {self.precision_bound:.2f} and "

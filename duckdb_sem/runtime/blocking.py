@@ -21,6 +21,7 @@ Example: 500 reviews x 100 plots is 50,000 pairs; a threshold keeping 2% of them
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import math
 from collections.abc import Sequence
@@ -176,7 +177,7 @@ def block_sem_joins(
             sides = (relational_sql(con, node.left), relational_sql(con, node.right))
             blocking = learn_blocking(con, node, sides, engine, query, approximation)
             if blocking is not None:
-                node = SemJoin(node.left, node.right, node.call, node.condition, blocking)
+                node = dataclasses.replace(node, blocking=blocking)
         return node
 
     return plan.transform(blocked)

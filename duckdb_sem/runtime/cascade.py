@@ -39,11 +39,13 @@ from duckdb_sem.estimator.cascade_thresholds import CascadeThresholds, learn_cas
 from duckdb_sem.llm.request import OperatorKind
 from duckdb_sem.optimizer.cost import operator_signature
 from duckdb_sem.plan.cascade import Cascade
-from duckdb_sem.plan.nodes import Node, SemFilter
+from duckdb_sem.plan.nodes import Node, SemFilter, SemJoin, quote
 from duckdb_sem.runtime.approximation import Approximation
-from duckdb_sem.runtime.cascade_helpers import Helper
+from duckdb_sem.runtime.blocking import blocked_pairs
+from duckdb_sem.runtime.cascade_helpers import Helper, Sides
+from duckdb_sem.runtime.plan_sql import join_sql
 
-__all__ = ["Cascades", "Learner", "cascade_sem_filters", "run_cascade"]
+__all__ = ["Cascades", "Learner", "cascade_sem_operators", "run_cascade"]
 
 log = logging.getLogger(__name__)
 
@@ -52,11 +54,12 @@ Target = Callable[[Sequence[pa.Array]], pa.Array]  # the target's answers for so
 
 @dataclass
 class Learner:
-    """One cascaded filter's labelled rows and current thresholds (mutable, per query)."""
+    """One cascaded operator's labelled rows and current thresholds (mutable, per query)."""
 
     helper: Helper
     approximation: Approximation
     thresholds: CascadeThresholds
+    sides: Sides | None = None  # a sem_join's: which arguments come from which side
     scores: deque[float] = field(default_factory=deque)
     labels: deque[bool] = field(default_factory=deque)
     seus: int = 0
@@ -99,9 +102,11 @@ def _label(target: Target, args: Sequence[pa.Array], at: Sequence[int]) -> list[
     return answers
 
 
-def learn_filter(con: Any, node: SemFilter, input_sql: str, helper: Helper, target: Target,
-                 query: Any, approximation: Approximation) -> Learner | None:  # fmt: skip
-    """The cascade of ``node`` for this query, or None where the target alone is the plan."""
+def learn_rows(con: Any, node: SemFilter | SemJoin, input_sql: str, helper: Helper,
+               target: Target, query: Any, approximation: Approximation,
+               sides: Sides | None = None) -> Learner | None:  # fmt: skip
+    """The cascade of ``node`` over the rows of ``input_sql`` (a filter's input, a join's
+    candidate pairs) for this query, or None where the target alone is the plan."""
     ((rows,),) = con.sql(f"SELECT count(*) FROM ({input_sql})").fetchall()
     if rows < approximation.min_filter_rows:
         log.info("%s: %d rows, under %d: no cascade", node.label(), rows,
@@ -112,7 +117,7 @@ def learn_filter(con: Any, node: SemFilter, input_sql: str, helper: Helper, targ
         f"USING SAMPLE reservoir({approximation.filter_sample} ROWS) REPEATABLE (7)"
     ).to_arrow_table()
     args = [sample.column(a).combine_chunks() for a in node.call.args]
-    scores = helper.scores(node.call.template, args, query)
+    scores = helper.scores(node.call.template, args, query, sides=sides)
     at = [i for i, s in enumerate(scores) if s is not None]
     labels = _label(target, args, at)
     scored = [float(scores[i]) for i in at]  # type: ignore[arg-type]
@@ -122,14 +127,15 @@ def learn_filter(con: Any, node: SemFilter, input_sql: str, helper: Helper, targ
     if learned is None:
         log.info("%s: no positive among %d sampled rows: no cascade", node.label(), len(at))
         return None
-    learner = Learner(helper, approximation, learned)
+    learner = Learner(helper, approximation, learned, sides)
     learner.add(scored, labels)
     return learner
 
 
-def cascade_sem_filters(con: Any, plan: Node, engine: Any, query: Any, helper: Helper,
-                        approximation: Approximation) -> Node:  # fmt: skip
-    """``plan`` with each SemFilter over relational input cascaded where it pays (see module)."""
+def cascade_sem_operators(con: Any, plan: Node, engine: Any, query: Any, helper: Helper,
+                          approximation: Approximation) -> Node:  # fmt: skip
+    """``plan`` with each SemFilter over relational input, and each SemJoin over relational
+    inputs (its candidate pairs, after blocking), cascaded where it pays (see module)."""
     # imported here: execute_plan imports this module to run the cascade
     from duckdb_sem.runtime.execute_plan import relational_sql
 
@@ -137,31 +143,56 @@ def cascade_sem_filters(con: Any, plan: Node, engine: Any, query: Any, helper: H
         query.cascades = Cascades()
 
     def cascaded(node: Node) -> Node:
-        if (
-            isinstance(node, SemFilter)
-            and node.cascade is None
-            and node.call.kind is OperatorKind.FILTER
-            and not any(n.semantic for n in node.child.walk())
-        ):
-            call = node.call
+        if not isinstance(node, SemFilter | SemJoin) or node.cascade is not None:
+            return node
+        if any(n.semantic for c in node.children for n in c.walk()):
+            return node
+        call = node.call
 
-            def target(args: Sequence[pa.Array]) -> pa.Array:
-                return engine.run_operator(call.kind, call.template, args,
-                                           output_type=call.output_type, query=query,
-                                           label="sem_filter cascade sample",
-                                           options=call.options)  # fmt: skip
+        def target(args: Sequence[pa.Array]) -> pa.Array:
+            return engine.run_operator(call.kind, call.template, args,
+                                       output_type=call.output_type, query=query,
+                                       label=f"{node.label().split()[0]} cascade sample",
+                                       options=call.options)  # fmt: skip
 
-            learner = learn_filter(con, node, relational_sql(con, node.child), helper, target, query,
-                                   approximation)  # fmt: skip
-            if learner is not None:
-                query.cascades.learners[operator_signature(call)] = learner
-                node = dataclasses.replace(node, cascade=_annotation(learner))
-        return node
+        if isinstance(node, SemFilter):
+            if call.kind is not OperatorKind.FILTER:
+                return node
+            learner = learn_rows(con, node, relational_sql(con, node.child), helper, target,
+                                 query, approximation)  # fmt: skip
+        else:
+            learner = _learn_pairs(con, node, engine, query, helper, target, approximation)
+        if learner is None:
+            return node
+        query.cascades.learners[operator_signature(call)] = learner
+        return dataclasses.replace(node, cascade=_annotation(learner, node))
 
     return plan.transform(cascaded)
 
 
-def _annotation(learner: Learner) -> Cascade:
+def _learn_pairs(con: Any, node: SemJoin, engine: Any, query: Any, helper: Helper,
+                 target: Target, approximation: Approximation) -> Learner | None:  # fmt: skip
+    """A join's cascade, learned on its candidate pairs: the blocked ones, or all the pairs
+    its relational condition allows."""
+    from duckdb_sem.runtime.execute_plan import relational_sql
+
+    left, right = relational_sql(con, node.left), relational_sql(con, node.right)
+    sides = (tuple(i for i, a in enumerate(node.call.args) if a in node.left.attrs),
+             tuple(i for i, a in enumerate(node.call.args) if a not in node.left.attrs))  # fmt: skip
+    if node.blocking is None:
+        pairs = join_sql(left, right, node.condition.sql if node.condition else None)
+        return learn_rows(con, node, pairs, helper, target, query, approximation, sides)
+    table = blocked_pairs(con, node, left, right, engine, query)
+    name = f"__sem_cascade_pairs_{id(table):x}"
+    con.register(name, table)
+    try:
+        return learn_rows(con, node, f"SELECT * FROM {quote(name)}", helper, target, query,
+                          approximation, sides)  # fmt: skip
+    finally:
+        con.unregister(name)
+
+
+def _annotation(learner: Learner, node: SemFilter | SemJoin) -> Cascade:
     t, a = learner.thresholds, learner.approximation
     return Cascade(
         helper=learner.helper.name, accept=t.accept, reject=t.reject,
@@ -170,18 +201,22 @@ def _annotation(learner: Learner) -> Cascade:
         helper_share=t.helper_share, sample_rows=t.rows, sample_positives=t.positives,
         confidence=a.confidence, precision_bound=t.precision_bound or 0.0,
         recall_bound=t.recall_bound or 0.0, seu_sample=a.seu_sample,
+        operator="sem_join" if isinstance(node, SemJoin) else "sem_filter",
     )  # fmt: skip
 
 
-def run_cascade(node: SemFilter, args: Sequence[pa.Array], target: Target, query: Any) -> pa.Array:
-    """The filter's answers for one SEU's rows: the helper's where it is sure, else the target's
-    (see module); without the query's learner (a plan built elsewhere) the target's alone."""
+def run_cascade(
+    node: SemFilter | SemJoin, args: Sequence[pa.Array], target: Target, query: Any
+) -> pa.Array:
+    """The operator's answers for one SEU's rows (a join's: candidate pairs): the helper's
+    where it is sure, else the target's (see module); without the query's learner (a plan
+    built elsewhere) the target's alone."""
     cascades = getattr(query, "cascades", None)
     learner = cascades.learners.get(operator_signature(node.call)) if cascades else None
     if learner is None:
         return target(args)
     n = len(args[0]) if args else 0
-    scores = learner.helper.scores(node.call.template, args, query)
+    scores = learner.helper.scores(node.call.template, args, query, sides=learner.sides)
     scored = [i for i, s in enumerate(scores) if s is not None]
     share = learner.approximation.seu_sample
     take = min(len(scored), max(8, math.ceil(share * n))) if share > 0 else 0

@@ -292,7 +292,12 @@ class _Run:
         started = time.perf_counter()
         rows_in = batch.num_rows
         if rows_in:
-            mask = self._call(node.call, _args(batch, node.call), node.label())
+            args = _args(batch, node.call)
+            if node.cascade is not None:  # approximate: a helper decides some pairs
+                mask = run_cascade(node, args, lambda a: self._call(node.call, a, node.label()),
+                                   self.query)  # fmt: skip
+            else:
+                mask = self._call(node.call, args, node.label())
             batch = batch.filter(pc.fill_null(mask, False))
         self._note(path, node, rows_in=rows_in, rows_out=batch.num_rows, calls=rows_in,
                    seconds=time.perf_counter() - started)  # fmt: skip

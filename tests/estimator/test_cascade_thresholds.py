@@ -121,7 +121,7 @@ class _ColumnHelper:
     name = "column-double"
 
     def scores(
-        self, template: str, args: list[pa.Array], query: QueryContext
+        self, template: str, args: list[pa.Array], query: QueryContext, *, sides: object = None
     ) -> list[float | None]:
         return [float(str(v).split("|")[1]) for v in args[0].to_pylist()]
 
