@@ -8,7 +8,8 @@ nested loop of a ``SemJoin`` whose inputs are relational by *blocking*:
    row; ``runtime.embeddings``), compute every pair's cosine similarity, let the LLM label a
    stratified sample of pairs (``estimator.recall.sample_pairs``; its answers are cached, so
    the run asks none of them again), and learn the highest threshold whose stratified lower
-   confidence bound of recall reaches the target at ``confidence`` (``bounded_threshold``). The SemJoin gets a
+   confidence bound of recall reaches the target at ``confidence`` (``bounded_threshold``).
+   The SemJoin gets a
    :class:`~duckdb_sem.plan.blocking.Blocking`; joins with fewer than ``min_pairs`` pairs, whose
    sample holds no match, or whose bound reaches the target only by keeping every pair, stay
    nested loops (lossless).

@@ -1,16 +1,20 @@
-"""Cascades for ``sem_filter``: a cheap helper decides the rows it is sure of, the target the rest.
+"""Cascades for ``sem_filter`` and ``sem_join``: a cheap helper decides the rows (a join's
+candidate pairs) it is sure of, the target the rest.
 
 An approximate plan (only when the query allows it: ``runtime.approximation``) may run a
 ``SemFilter`` over relational input as a cascade:
 
-1. :func:`cascade_sem_filters` (when the query is prepared, so EXPLAIN SEMANTIC shows it): a
+1. :func:`cascade_sem_operators` (when the query is prepared, so EXPLAIN SEMANTIC shows it): a
    repeatable sample of ``filter_sample`` input rows is scored by the helper
    (``runtime.cascade_helpers``) and labelled by the target (its answers are cached, so the run
    asks none of them again); :func:`~duckdb_sem.estimator.cascade_thresholds.learn_cascade`
    picks the accept and reject thresholds whose lower confidence bounds meet the precision and
-   recall targets at ``confidence`` (what that guarantees: ``estimator.cascade_thresholds``). The SemFilter
-   gets a :class:`~duckdb_sem.plan.cascade.Cascade`; a filter over fewer than
+   recall targets at ``confidence`` (what that guarantees: ``estimator.cascade_thresholds``).
+   The SemFilter gets a :class:`~duckdb_sem.plan.cascade.Cascade`; a filter over fewer than
    ``min_filter_rows`` rows, or whose sample holds no positive, stays on the target alone.
+   A SemJoin over relational inputs is cascaded alike, on its candidate pairs (the blocked
+   ones, or those its relational condition allows); the helper is told which arguments come
+   from which side (an embedding helper scores the cosine of the two sides' texts).
 2. :func:`run_cascade` (each SEU): the helper scores the batch; ``seu_sample`` of its rows
    (at least 8) go to the target and join the labelled rows (the latest ``window`` are kept),
    the thresholds are re-learned on them, so they follow the data as the plan does; the helper
