@@ -44,6 +44,7 @@ helper_share=0.5, positives=4, rows=6, ...)
 
 from __future__ import annotations
 
+import bisect
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -112,17 +113,29 @@ def learn_cascade(
         # true positives kept, as a share of all rows, on the recall bound's event
         kept_rate = lower_bound(n, total, delta / 4) * recall_bound
 
-    def passes(candidate: float) -> bool:
-        false_passes = sum(1 for s, lab in rows if not lab and s >= candidate)
+    negatives = sorted(s for s, lab in rows if not lab)
+
+    def false_passes_at(candidate: float) -> int:  # negatives scoring >= candidate
+        return len(negatives) - bisect.bisect_left(negatives, candidate)
+
+    def allows(false: int) -> bool:  # may the helper let ``false`` negatives through?
         if delta is None:
-            return kept / (kept + false_passes) >= precision - 1e-12
-        bound = upper_bound(false_passes, total, delta / 4)
+            return kept / (kept + false) >= precision - 1e-12
+        bound = upper_bound(false, total, delta / 4)
         return kept_rate > 0 and kept_rate / (kept_rate + bound) >= precision - 1e-12
 
-    # 2. accept: the lowest candidate score >= reject whose false passes keep the precision
-    accept = next((c for c in sorted({s for s, _ in rows if s >= reject}) if passes(c)),
-                  math.inf)  # fmt: skip
-    false_passes = sum(1 for s, lab in rows if not lab and s >= accept)
+    # 2. accept: the lowest candidate score >= reject whose false passes keep the precision;
+    # false passes only grow as accept falls, so the most allowed is found by bisection
+    most, low, high = -1, 0, len(negatives)
+    while low <= high:
+        mid = (low + high) // 2
+        if allows(mid):
+            most, low = mid, mid + 1
+        else:
+            high = mid - 1
+    accept = next((c for c in sorted({s for s, _ in rows if s >= reject})
+                   if false_passes_at(c) <= most), math.inf)  # fmt: skip
+    false_passes = false_passes_at(accept)
     decided = sum(1 for s, _ in rows if s >= accept or s < reject)
     precision_bound = None
     if delta is not None:
