@@ -11,7 +11,9 @@ An approximate plan (only when the query allows it: ``runtime.approximation``) m
    picks the accept and reject thresholds whose lower confidence bounds meet the precision and
    recall targets at ``confidence`` (what that guarantees: ``estimator.cascade_thresholds``).
    The SemFilter gets a :class:`~duckdb_sem.plan.cascade.Cascade`; a filter over fewer than
-   ``min_filter_rows`` rows, or whose sample holds no positive, stays on the target alone.
+   ``min_filter_rows`` rows, whose sample holds no positive, or whose helper decides nothing
+   and whose labelled window could never hold the positives the recall bound needs, stays on
+   the target alone.
    A SemJoin over relational inputs is cascaded alike, on its candidate pairs (the blocked
    ones, or those its relational condition allows); the helper is told which arguments come
    from which side (an embedding helper scores the cosine of the two sides' texts).
@@ -39,6 +41,7 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
+from duckdb_sem.estimator.bounds import recall_rank
 from duckdb_sem.estimator.cascade_thresholds import CascadeThresholds, learn_cascade
 from duckdb_sem.llm.request import OperatorKind
 from duckdb_sem.optimizer.cost import operator_signature
@@ -130,6 +133,17 @@ def learn_rows(con: Any, node: SemFilter | SemJoin, input_sql: str, helper: Help
                             confidence=approximation.confidence)  # fmt: skip
     if learned is None:
         log.info("%s: no positive among %d sampled rows: no cascade", node.label(), len(at))
+        return None
+    # a helper that decides nothing now, whose window will never hold the positives the recall
+    # bound needs at this confidence, would only add its calls: the target alone is the plan
+    window = min(approximation.window, rows)
+    expected = math.floor(learned.positives / learned.rows * window)
+    delta = 1.0 - approximation.confidence
+    if learned.helper_share == 0.0 and recall_rank(expected, approximation.filter_recall,
+                                                   delta / 2) is None:  # fmt: skip
+        log.info("%s: %d positives in a full window of %d rows cannot bound recall %.2f at "
+                 "confidence %.2f: no cascade", node.label(), expected, window,
+                 approximation.filter_recall, approximation.confidence)  # fmt: skip
         return None
     learner = Learner(helper, approximation, learned, sides)
     learner.add(scored, labels)
