@@ -252,13 +252,7 @@ class _Run:
         rows_in = batch.num_rows
         if isinstance(op, SemFilter):
             if rows_in:
-                args = _args(batch, op.call)
-                if op.cascade is not None:  # approximate: a helper decides some rows
-                    mask = run_cascade(op, args, lambda a: self._call(op.call, a, op.label()),
-                                       self.query)  # fmt: skip
-                else:
-                    mask = self._call(op.call, args, op.label())
-                batch = batch.filter(pc.fill_null(mask, False))
+                batch = batch.filter(pc.fill_null(self._decide(op, batch), False))
         elif isinstance(op, SemMap):
             values = (
                 self._call(op.call, _args(batch, op.call), op.label())
@@ -292,16 +286,18 @@ class _Run:
         started = time.perf_counter()
         rows_in = batch.num_rows
         if rows_in:
-            args = _args(batch, node.call)
-            if node.cascade is not None:  # approximate: a helper decides some pairs
-                mask = run_cascade(node, args, lambda a: self._call(node.call, a, node.label()),
-                                   self.query)  # fmt: skip
-            else:
-                mask = self._call(node.call, args, node.label())
-            batch = batch.filter(pc.fill_null(mask, False))
+            batch = batch.filter(pc.fill_null(self._decide(node, batch), False))
         self._note(path, node, rows_in=rows_in, rows_out=batch.num_rows, calls=rows_in,
                    seconds=time.perf_counter() - started)  # fmt: skip
         return batch
+
+    def _decide(self, op: SemFilter | SemJoin, batch: pa.RecordBatch) -> pa.Array:
+        """The predicate's answers for a batch: the LLM's, or (approximate) a cascade's, whose
+        helper decides the rows it is sure of."""
+        args = _args(batch, op.call)
+        if op.cascade is not None:
+            return run_cascade(op, args, lambda a: self._call(op.call, a, op.label()), self.query)
+        return self._call(op.call, args, op.label())
 
     def _call(self, call: SemCall, args: Sequence[pa.Array], label: str) -> pa.Array:
         return self.engine.run_operator(

@@ -7,7 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from embed_doubles import KeywordEmbedder, SameTopicJudge
+from embed_doubles import KeywordEmbedder, SameTopicJudge, topic_tables
 
 import duckdb_sem
 
@@ -26,15 +26,7 @@ def _open(judge: SameTopicJudge, tmp_path: Path, **options: object) -> duckdb_se
     embedder = KeywordEmbedder([f"w{i}" for i in range(TOPICS)])
     con = duckdb_sem.connect(backend=judge, cache=str(tmp_path / "c.sqlite"),
                              embed_backend=embedder, **options)  # type: ignore[arg-type]  # fmt: skip
-    con.execute(
-        f"CREATE TABLE l AS SELECT i AS id, 'topic' || (i % {TOPICS}) || ' w' || (i % {TOPICS}) "
-        f"|| CASE WHEN i % 7 = 0 THEN ' w' || ((i + 1) % {TOPICS}) ELSE '' END AS txt "
-        f"FROM range({LEFT}) t(i)"
-    )
-    con.execute(
-        f"CREATE TABLE r AS SELECT i AS rid, 'topic' || i || ' w' || i AS body "
-        f"FROM range({TOPICS}) t(i)"
-    )
+    topic_tables(con, TOPICS, LEFT)
     return con
 
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from embed_doubles import KeywordEmbedder, SameTopicJudge
+from embed_doubles import KeywordEmbedder, SameTopicJudge, topic_tables
 
 import duckdb_sem
 
@@ -19,15 +19,7 @@ def _open(tmp_path: Path, **options: object) -> duckdb_sem.SemConnection:
     embedder = KeywordEmbedder([f"w{i}" for i in range(TOPICS)])
     con = duckdb_sem.connect(backend=SameTopicJudge(), cache=str(tmp_path / "c.sqlite"),
                              embed_backend=embedder, **options)  # type: ignore[arg-type]  # fmt: skip
-    con.execute(
-        f"CREATE TABLE l AS SELECT i AS id, 'topic' || (i % {TOPICS}) || ' w' || (i % {TOPICS}) "
-        f"|| CASE WHEN i % 7 = 0 THEN ' w' || ((i + 1) % {TOPICS}) ELSE '' END AS txt "
-        f"FROM range({LEFT}) t(i)"
-    )
-    con.execute(
-        f"CREATE TABLE r AS SELECT i AS rid, 'topic' || i || ' w' || i AS body "
-        f"FROM range({TOPICS}) t(i)"
-    )
+    topic_tables(con, TOPICS, LEFT)
     return con
 
 
