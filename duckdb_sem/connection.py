@@ -10,9 +10,11 @@ it, calling the ``sem_*`` UDFs batch by batch.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import logging
 import re
+import time
 import warnings
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
@@ -23,20 +25,22 @@ import duckdb
 import pyarrow as pa
 
 from duckdb_sem.config import Settings
-from duckdb_sem.errors import ConfigError, PlanError, QueryCancelledError
+from duckdb_sem.errors import ConfigError, PlanError, QueryCancelledError, SemError
 from duckdb_sem.explain import explain_semantic
 from duckdb_sem.llm.call_options import models_named
 from duckdb_sem.relation import SemRelation
 from duckdb_sem.runtime.approximation import SETTINGS as APPROXIMATION_SETTINGS
-from duckdb_sem.runtime.approximation import approximation_of
+from duckdb_sem.runtime.approximation import Approximation, approximation_of
 from duckdb_sem.runtime.budget import SETTINGS as BUDGET_SETTINGS
 from duckdb_sem.runtime.budget import Budget
 from duckdb_sem.runtime.context import Progress, QueryStats
+from duckdb_sem.runtime.dry_run import DryBackend, DryRun
 from duckdb_sem.runtime.embeddings import Embeddings
 from duckdb_sem.runtime.entry import options_from_settings, run_query, written_plan
 from duckdb_sem.runtime.operators import SemEngine
 from duckdb_sem.runtime.progress import QueryProgress, RuntimeOptions
-from duckdb_sem.scheduler.models import Models
+from duckdb_sem.scheduler.models import DEFAULT_MODEL, Models
+from duckdb_sem.scheduler.shared import scheduler_for
 from duckdb_sem.sources import SourceRegistry, Statement
 from duckdb_sem.surface.aliases import normalize_aliases
 from duckdb_sem.surface.bind import bind_sql, has_semantic_call
@@ -64,6 +68,24 @@ class Route:
     sql: str
     planned: str | None = None
     why: str = ""  # why it is not planned
+
+
+#: statements a dry run may execute (in a transaction it rolls back); the others act outside
+#: the database (COPY writes a file, ATTACH opens one, SET changes the session, ...)
+_DRY_RUNNABLE = re.compile(
+    r"^\s*(\(|SELECT|WITH|FROM|VALUES|TABLE|INSERT|UPDATE|DELETE|CREATE\s+(OR\s+REPLACE\s+)?"
+    r"(TEMP\s+|TEMPORARY\s+)?(TABLE|VIEW))\b",
+    re.IGNORECASE,
+)
+
+
+def _not_dry_runnable(sql: str) -> str | None:
+    """Why ``sql`` is not dry-run, or None when it may be."""
+    if _DRY_RUNNABLE.match(sql):
+        return None
+    verb = (sql.split() or ["(empty)"])[0].upper()
+    hint = "; EXPLAIN SEMANTIC the query inside it" if verb == "COPY" else ""
+    return f"{verb} statements act outside the database, so they are not dry-run{hint}"
 
 
 def _numbered(sql: str, params: Sequence[Any] | None) -> str:
@@ -219,6 +241,52 @@ class SemConnection:
         child.approximation = self.approximation
         return child
 
+    def dry_run(self, query: str) -> DryRun:
+        """Run ``query`` once on a dry twin of this connection: same database and SQL road,
+        every model (default and named) a counting :class:`~duckdb_sem.runtime.dry_run.
+        DryBackend`, no cache, no estimator, lossless plans, inside a transaction that is
+        rolled back. What ``EXPLAIN SEMANTIC`` reports for a statement off the optimizer."""
+        refused = _not_dry_runnable(query)
+        if refused is not None:
+            return DryRun({}, 0.0, refused)
+        settings = dataclasses.replace(self.settings, cache_path=None, scheduler_url=None,
+                                       max_llm_calls=None, max_prompt_tokens=None)  # fmt: skip
+        counters = {name: DryBackend(name) for name in self.models.names()}
+        client = scheduler_for(settings, counters[DEFAULT_MODEL])
+        models = Models(client, settings)
+        for name, counter in counters.items():
+            if name != DEFAULT_MODEL:
+                models.register(name, counter)
+        raw = self._con.cursor()
+        engine = SemEngine(client, batch_size=self.session.engine.batch_size, models=models,
+                           embeddings=self._embeddings())  # fmt: skip
+        session = SemSession(raw, engine)
+        session.install()
+        twin = SemConnection(raw, session, settings, optimize=self.optimize)
+        twin.runtime = dataclasses.replace(self.runtime_options(), estimator=None,
+                                           estimator_client=None, helper_client=None)  # fmt: skip
+        twin.approximation = Approximation()  # lossless plans only
+        started = time.perf_counter()
+        try:
+            raw.execute("BEGIN TRANSACTION")
+            try:
+                twin.execute(query)
+                with contextlib.suppress(duckdb.Error):  # a statement without a result
+                    while raw.fetchmany(2048):  # read every row, keep none
+                        pass
+            finally:
+                raw.execute("ROLLBACK")
+        except (duckdb.Error, SemError) as err:
+            hint = ""
+            if isinstance(err, duckdb.CatalogException) or "Catalog Error" in str(err):
+                hint = ("; a dry run reads through a second connection to the database, which "
+                        "cannot see this connection's TEMP tables or registered DataFrames")  # fmt: skip
+            return DryRun({}, time.perf_counter() - started, f"the dry run failed: {err}{hint}")
+        finally:
+            twin.close()
+        spend = {None if n == DEFAULT_MODEL else n: c.spend() for n, c in counters.items()}
+        return DryRun(spend, time.perf_counter() - started)
+
     def _embeddings(self) -> Embeddings:
         own = self.session.engine.embeddings
         return own.another() if own is not None else Embeddings(self.settings)
@@ -290,6 +358,7 @@ class SemConnection:
         self._con.interrupt()
 
     def close(self) -> None:
+        self._sources.close()  # input cursors of table functions never read
         self.session.uninstall()
         self._con.close()
         self.session.release()  # this connection's share of the scheduler
@@ -315,6 +384,10 @@ class SemConnection:
         sql = statement.sql
         if not has_semantic_call(sql):
             self._plans.clear()  # it may be DDL that changes what a remembered plan reads
+            if statement.names:  # table functions: their LLM work runs as they are read
+                return Route(sql, why="its semantic work is in table functions (sem_join, "
+                             "sem_topk, ...), which run their own plans as DuckDB reads "
+                             "them")  # fmt: skip
             return Route(sql, why="it has no semantic call: DuckDB runs it alone")
         tree = statement.tree()
         for name in models_named(tree):  # an unknown model fails here, before any LLM call

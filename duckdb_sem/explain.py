@@ -17,8 +17,12 @@ A call on a named model shows it in its operator's label (``model := 'fast'``), 
 
 from __future__ import annotations
 
+import contextlib
+import time
 from collections.abc import Iterator
 from typing import TYPE_CHECKING
+
+import duckdb
 
 from duckdb_sem.backends.base import plain_chat
 from duckdb_sem.errors import PlanError
@@ -29,8 +33,9 @@ from duckdb_sem.llm.template import parse_template
 from duckdb_sem.optimizer.actuals import Actual
 from duckdb_sem.optimizer.cost import CostModel, Estimate, Path
 from duckdb_sem.optimizer.explain import explain_choice
-from duckdb_sem.optimizer.spend import Price, spend_lines, total
+from duckdb_sem.optimizer.spend import Price, Spend, format_dollars, spend_lines, total
 from duckdb_sem.plan.nodes import Node, Scan, SemCall, quote
+from duckdb_sem.runtime.dry_run import DRY_RUN_NOTE
 from duckdb_sem.runtime.entry import (
     Prepared,
     prepare,
@@ -73,13 +78,14 @@ def explain_semantic(
     engine = con.session.engine
     route = con._route(con._sources.open(sql), None)  # the front end a run goes through
     if route.planned is None:
-        return _unplanned(con, route.sql, route.why)
+        return _unplanned(con, sql, route.sql, route.why, analyze=analyze)
     query = con.session.query  # the estimator's samples, if any, are this query's
     try:
         prepared = prepare(raw, route.planned, engine, options, query=query,
                            written=con._plans.get(route.planned))  # fmt: skip
     except PlanError as err:
-        return _unplanned(con, con._route(con._sources.open(sql), None, plan=False).sql, str(err))
+        bound = con._route(con._sources.open(sql), None, plan=False).sql
+        return _unplanned(con, sql, bound, str(err), analyze=analyze)
     model = CostModel(table_rows=prepared.table_rows, stats=prepared.stats)
     head = statistics_line(prepared, options)
     spend = estimate_lines(
@@ -103,35 +109,78 @@ def explain_semantic(
 def estimate_lines(con: SemConnection, plan: Node, estimates: dict[Path, Estimate]) -> list[str]:
     """The plan's estimated calls and tokens, time on each model's backend (from its
     throughput figure) and, when a price is configured, money."""
-    settings = con.settings
-    price = None
-    if settings.price_per_mtok_in is not None or settings.price_per_mtok_out is not None:
-        price = Price(
-            settings.price_per_mtok_in or 0.0,
-            settings.price_per_mtok_out or 0.0,
-            source="price_per_mtok_in/_out of connect(), or DUCKDB_SEM_PRICE_IN/_OUT",
-        )
     by_model: dict[str | None, list[Estimate]] = {}
     for path, node in _walk(plan, ()):
         call: SemCall | None = getattr(node, "call", None)
         name = call.options.model_name if call is not None else None
         by_model.setdefault(None if name == "default" else name, []).append(estimates[path])
-    lines = spend_lines(total(estimates.values()), backend="", throughput=None, price=price)
-    times = []
-    for name, items in sorted(by_model.items(), key=lambda kv: (kv[0] is not None, kv[0] or "")):
-        spend = total(items)
-        if name is not None and not spend.calls:
-            continue
+    return spend_by_model(con, {name: total(items) for name, items in by_model.items()})
+
+
+def spend_by_model(con: SemConnection, spend: dict[str | None, Spend]) -> list[str]:
+    """The ``estimated:`` line of the summed ``spend``, a ``time`` line per model (``None``:
+    the default) and the money line: each model at its own price (``?price_in=&price_out=``
+    in its spec), else at the connection's (``price_per_mtok_in/_out``)."""
+    overall = Spend(sum(s.calls for s in spend.values()),
+                    sum(s.prompt_tokens for s in spend.values()),
+                    sum(s.completion_tokens for s in spend.values()))  # fmt: skip
+    lines = spend_lines(overall, backend="", throughput=None)[:1]
+    used = sorted(
+        ((n, s) for n, s in spend.items() if n is None or s.calls),
+        key=lambda kv: (kv[0] is not None, kv[0] or ""),
+    )
+    priced: list[tuple[str, Spend, Price | None]] = []
+    for name, model_spend in used:
         backend = con.models.backend(name)
         label = backend.spec if backend is not None else "the scheduler sidecar"
         if name is not None:
             label = f"model {name} ({label})"
         replicas = len(getattr(con.models.client(name), "backends", None) or [None])
-        times.append(
-            spend_lines(spend, backend=label, replicas=replicas,
+        lines.append(
+            spend_lines(model_spend, backend=label, replicas=replicas,
                         throughput=backend.throughput() if backend is not None else None)[1]
         )  # fmt: skip
-    return [lines[0], *times, *lines[2:]]
+        priced.append((name or "default", model_spend, _price(con, name)))
+    return [*lines, *_money_lines(priced)]
+
+
+def _price(con: SemConnection, name: str | None) -> Price | None:
+    """Model ``name``'s price: its spec's, else the connection's, else None."""
+    own = con.models.price(name)
+    if own is not None:
+        return Price(own.prompt_per_mtok, own.completion_per_mtok,
+                     source=f"price_in/price_out of model {name or 'default'}'s spec")  # fmt: skip
+    settings = con.settings
+    if settings.price_per_mtok_in is None and settings.price_per_mtok_out is None:
+        return None
+    return Price(
+        settings.price_per_mtok_in or 0.0,
+        settings.price_per_mtok_out or 0.0,
+        source="price_per_mtok_in/_out of connect(), or DUCKDB_SEM_PRICE_IN/_OUT",
+    )
+
+
+def _money_lines(priced: list[tuple[str, Spend, Price | None]]) -> list[str]:
+    """One money line for one model; for several, the total and a line per model."""
+    if len(priced) > 1:
+        priced = [p for p in priced if p[1].calls] or priced[:1]
+    if all(price is None for _, _, price in priced):
+        return []
+    if len(priced) == 1:
+        _, spend, price = priced[0]
+        return spend_lines(spend, backend="", throughput=None, price=price)[2:]
+    parts = []
+    dollars = 0.0
+    for name, spend, price in priced:
+        if price is None:
+            parts.append(f"  {name}: no price (add ?price_in=...&price_out=... to its spec)")
+            continue
+        line = spend_lines(spend, backend="", throughput=None, price=price)[2]
+        dollars += price.dollars(spend.prompt_tokens, spend.completion_tokens)
+        parts.append(f"  {name}: {line}")
+    unpriced = any(price is None for _, _, price in priced)
+    head = f"money≈{format_dollars(dollars)}" + (" for the priced models" if unpriced else "")
+    return [head, *parts]
 
 
 def _walk(node: Node, path: Path) -> Iterator[tuple[Path, Node]]:
@@ -204,16 +253,44 @@ def _first_request(con: SemConnection, plan: Node, call: SemCall) -> LLMRequest 
                          labels=call.labels)  # fmt: skip
 
 
-def _unplanned(con: SemConnection, bound_sql: str, why: str) -> str:
-    """``bound_sql``: the statement as the UDF path runs it."""
+def _unplanned(
+    con: SemConnection, sql: str, bound_sql: str, why: str, *, analyze: bool = False
+) -> str:
+    """``bound_sql``: the statement as the UDF path runs it; its spend comes from a dry run
+    of ``sql`` (:mod:`duckdb_sem.runtime.dry_run`). With ``analyze`` the statement then runs
+    for real (as in Postgres, a write is done) and what it asked is added."""
     lines = [
         "not planned by the optimizer: " + why,
         "DuckDB runs it with the sem_* functions where they are written (same engine, "
         "renderer, cache and scheduler; no reordering, and a LIMIT stops only at DuckDB's "
         "2,048-row vectors)",
-        "DuckDB plan:",
     ]
+    dry = con.dry_run(sql)
+    if dry.refused is not None:
+        lines.append(f"estimated: not available ({dry.refused})")
+    else:
+        lines += spend_by_model(con, dry.spend)
+        lines.append(f"{DRY_RUN_NOTE} ({dry.seconds:.2f} s)")
+    lines.append("DuckDB plan:")
     rows = con.duckdb.execute("EXPLAIN " + bound_sql).fetchall()
     for _, plan in rows:
         lines.extend("  " + line for line in str(plan).splitlines())
+    if analyze:
+        lines.append(_actual_line(con, sql))
     return "\n".join(lines)
+
+
+def _actual_line(con: SemConnection, sql: str) -> str:
+    """Run ``sql`` on ``con`` to its last row and say what it asked the models."""
+    started = time.perf_counter()
+    con.execute(sql)
+    with contextlib.suppress(duckdb.Error):  # a statement without a result
+        while con.duckdb.fetchmany(2048):
+            pass
+    s = con.stats()
+    return (
+        f"actual: calls {s.llm_calls:,} ({s.physical_calls:,} to a backend, {s.cache_hits:,} "
+        f"cached, {s.fused:,} fused, {s.deduplicated:,} repeated in the query)  tokens "
+        f"{s.physical_prompt_tokens:,} prompt + {s.physical_completion_tokens:,} completion "
+        f"sent  in {time.perf_counter() - started:.2f} s"
+    )

@@ -36,7 +36,7 @@ from duckdb_sem.identifiers import quote_identifier as _q
 from duckdb_sem.optimizer import plan_query
 from duckdb_sem.runtime import similarity as sim
 from duckdb_sem.runtime import table_sources as ts
-from duckdb_sem.runtime.blocking import embeddings_of
+from duckdb_sem.runtime.blocking import block_sem_joins, embeddings_of
 from duckdb_sem.runtime.execute_plan import execute_plan
 from duckdb_sem.surface.bind import has_semantic_call, parse_statement
 from duckdb_sem.surface.similarity_calls import SimilarityCall, check_text_column
@@ -110,6 +110,9 @@ class SourceRegistry:
         self._owner = owner
         self._owners: dict[str, int] = {}  # registered name -> serial of its statement
         self._pending: list[tuple[list[str], int]] = []
+        #: what each live statement must close when it goes (a table function's input
+        #: cursor, released by reading it or, if it is never read, here): serial -> closers
+        self._closers: dict[int, list[Callable[[], None]]] = {}
         self._pinned: Statement | None = None
         self._tf = itertools.count(1)
 
@@ -159,9 +162,18 @@ class SourceRegistry:
         self._owners[name] = statement.serial
         statement.names.append(name)
 
+    def close(self) -> None:
+        """Close what the live statements hold (their owner connection closes)."""
+        self._flush()
+        while self._closers:
+            for close in self._closers.popitem()[1]:
+                close()
+
     def _flush(self) -> None:
         while self._pending:
             names, serial = self._pending.pop()
+            for close in self._closers.pop(serial, ()):
+                close()
             for name in names:
                 if self._owners.get(name) == serial:
                     del self._owners[name]
@@ -201,7 +213,7 @@ class SourceRegistry:
         if isinstance(call, SimilarityCall):
             return self._open_similarity(statement, call)
         self._owner.models.check(call.options.model)  # before reading or asking anything
-        inputs = [self._input(call, sql) for sql in call.inputs]
+        inputs = [self._input(statement, call, sql) for sql in call.inputs]
         fields = bind_fields(call, [schema.names for schema, _ in inputs])
         columns = [col for _, col in fields.refs]
         session = self._owner.session
@@ -241,7 +253,7 @@ class SourceRegistry:
         return name
 
     def _input(
-        self, call: TableCall | SimilarityCall, sql: str
+        self, statement: Statement, call: TableCall | SimilarityCall, sql: str
     ) -> tuple[pa.Schema, Callable[[], pa.Table]]:
         """The schema of an input and how to read it. An input without a semantic call is read
         now (DuckDB work only); one with a semantic call is read when the function's rows are
@@ -253,6 +265,7 @@ class SourceRegistry:
             return table.schema, lambda: table
         child = self._owner.cursor()
         child.session.follows = self._owner.session
+        self._closers.setdefault(statement.serial, []).append(child.close)
         try:
             # the plan run to LIMIT 0 (or DuckDB's LIMIT 0 on the UDF path): no LLM call
             schema = child.sql(sql).limit(0).to_arrow_reader().schema
@@ -274,7 +287,7 @@ class SourceRegistry:
         """``sem_sim_join`` / ``sem_search``: inputs checked now (read as :meth:`_input`
         says), embedded at the first pull, ranked in DuckDB on a cursor (see ``_join`` for why
         a cursor)."""
-        inputs = [self._input(call, sql) for sql in call.inputs]
+        inputs = [self._input(statement, call, sql) for sql in call.inputs]
         for (schema, _), column in zip(inputs, call.columns, strict=True):
             check_text_column(call, schema, column)
         session = self._owner.session
@@ -339,10 +352,13 @@ class SourceRegistry:
                 f"SELECT {items} FROM __sem_left AS l CROSS JOIN __sem_right AS r "
                 f"WHERE sem_join({literal}, {args}{options})"
             )
-            plan = plan_query(cursor, sql)
+            plan = plan_query(cursor, sql).root
+            engine = self._owner.session.engine
+            approximation = self._owner.approximation
+            if approximation.allowed:  # lossy and opt-in, as for a sem_join in JOIN ON
+                plan = block_sem_joins(cursor, plan, engine, query(), approximation)
             batch = self._owner.settings.batch_size
-            result = execute_plan(cursor, plan, self._owner.session.engine, query(),
-                                          batch_size=max(batch, 1))  # fmt: skip
+            result = execute_plan(cursor, plan, engine, query(), batch_size=max(batch, 1))
             yield from result.to_batches(max_chunksize=max(batch, 1))
         finally:
             cursor.close()

@@ -81,7 +81,7 @@ logger = logging.getLogger(__name__)
 #: version of the chat layout :func:`.openai_wire.chat_body` sends (system prefix, user row,
 #: typed answers' JSON schema) and of how decisions are read (per-template content-free
 #: calibration); bump it when either changes, so cached answers of the old one are not served
-WIRE_FORMAT = 2
+WIRE_FORMAT = 3  # 3: one-row decisions also calibrated on irrelevant texts
 
 OPTIONS = (
     SpecOption("model", "served model name (default: the server's only model)", True),

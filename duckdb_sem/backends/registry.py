@@ -17,6 +17,12 @@ Each backend module declares the options its spec takes in ``OPTIONS`` (a tuple 
 :class:`SpecOption`, documented in docs/backends.md); an option it does not declare is an
 error naming the valid ones, with the closest as a suggestion (``modle`` -> ``model``), never
 silently ignored.
+
+Every kind also takes ``price_in`` and ``price_out`` (USD per million prompt / completion
+tokens, :data:`PRICE_OPTIONS`): what the model costs, for ``EXPLAIN SEMANTIC``'s money line.
+They never reach the backend and change no answer, so ``openai:...?price_in=0.15`` and the same
+spec without a price are one backend, one scheduler and one cache identity
+(:func:`split_price`).
 """
 
 from __future__ import annotations
@@ -31,12 +37,15 @@ from duckdb_sem.backends.base import Backend
 from duckdb_sem.errors import ConfigError
 
 __all__ = [
+    "PRICE_OPTIONS",
     "BackendSpec",
     "SpecOption",
+    "SpecPrice",
     "create_backend",
     "known_kinds",
     "options_of",
     "parse_spec",
+    "split_price",
     "unknown_name_error",
 ]
 
@@ -118,6 +127,53 @@ class BackendSpec:
             ) from None
 
 
+#: the options every kind takes: a model's price (they never reach the backend)
+PRICE_OPTIONS = (
+    SpecOption("price_in", "USD per million prompt tokens (EXPLAIN SEMANTIC's money line)"),
+    SpecOption("price_out", "USD per million completion tokens (EXPLAIN SEMANTIC's money line)"),
+)
+_PRICE_KEYS = frozenset(o.name for o in PRICE_OPTIONS)
+
+
+@dataclass(frozen=True, slots=True)
+class SpecPrice:
+    """A model's price from its spec, in USD per million tokens."""
+
+    prompt_per_mtok: float
+    completion_per_mtok: float
+
+
+def split_price(spec: str) -> tuple[str, SpecPrice | None]:
+    """``spec`` without its ``price_in`` / ``price_out`` options, and the price they set.
+
+    Example:
+        >>> split_price("openai:http://h/v1?model=m&price_in=0.15&price_out=0.6")
+        ('openai:http://h/v1?model=m', SpecPrice(prompt_per_mtok=0.15, completion_per_mtok=0.6))
+    """
+    head, sep, query = spec.strip().rpartition("?")
+    if not sep:
+        return spec.strip(), None
+    kept, price = [], {}
+    for part in query.split("&"):
+        key, _, value = part.partition("=")
+        if key not in _PRICE_KEYS:
+            kept.append(part)
+            continue
+        try:
+            price[key] = float(value)
+        except ValueError:
+            raise ConfigError(
+                f"backend {spec!r}: option {key}={value!r} must be a price in USD per million "
+                "tokens, e.g. price_in=0.15"
+            ) from None
+        if price[key] < 0 or price[key] != price[key]:
+            raise ConfigError(f"backend {spec!r}: option {key}={value!r} must be >= 0")
+    if not price:
+        return spec.strip(), None
+    rest = head + ("?" + "&".join(kept) if kept else "")
+    return rest, SpecPrice(price.get("price_in", 0.0), price.get("price_out", 0.0))
+
+
 def known_kinds() -> tuple[str, ...]:
     return tuple(_FACTORIES)
 
@@ -143,7 +199,7 @@ def create_backend(spec: str | Backend) -> Backend:
     """Build a backend from its spec string (a ready ``Backend`` is returned as is)."""
     if isinstance(spec, Backend):
         return spec
-    parsed = parse_spec(spec)
+    parsed = parse_spec(split_price(spec)[0])
     module_name, _, attr = _FACTORIES[parsed.kind].partition(":")
     try:
         module = importlib.import_module(module_name)

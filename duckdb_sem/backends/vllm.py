@@ -57,7 +57,7 @@ class VLLMAnswers(Answers):
     top_logprobs: int = 20
     chat_template: str = ""  # digest of the tokenizer's chat template: the prompt format
     answer_words: str = digest(_ANSWER_WORDS)  # the tokens a decision is constrained to
-    calibration: str = "template-v1"  # decisions shifted by their template's content-free offset
+    calibration: str = "template-v2"  # decisions shifted by their template's content-free offset
 
 
 def _import_vllm() -> Any:

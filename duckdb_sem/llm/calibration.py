@@ -3,7 +3,9 @@
 A small model's yes/no margin is biased, and the bias depends on the question. Contextual
 calibration (Zhao et al. 2021) measures the margin of *content-free* rows, the request's own
 template with every field blanked or filled with a neutral filler
-(:data:`~duckdb_sem.llm.request.CONTENT_FREE_FILLERS`), and subtracts their mean: the decision
+(:data:`~duckdb_sem.llm.request.CONTENT_FREE_FILLERS`), and for one-row templates also with
+real-looking irrelevant texts (:data:`~duckdb_sem.llm.request.CALIBRATION_TEXTS`; see
+:meth:`~duckdb_sem.llm.request.LLMRequest.calibration_rows`), and subtracts their mean: the decision
 is ``margin - offset > threshold``. One offset per (instruction, template), measured once per
 backend instance with the same scorer as the rows; requests without a template are left as
 scored (there is nothing to build content-free rows from). The ``llama:`` backend does the same
@@ -33,13 +35,13 @@ Scorer = Callable[[LLMRequest], float | None]
 
 
 class TemplateOffsets:
-    """Content-free offsets per (prefix, template pieces), bounded, safe across threads."""
+    """Content-free offsets per (operator, prefix, template pieces), bounded, safe across threads."""
 
     def __init__(self, *, limit: int = 256) -> None:
         self._limit = limit
         self._lock = threading.Lock()
-        self._offsets: OrderedDict[tuple[str, tuple[str, ...]], float] = OrderedDict()
-        self._measuring: dict[tuple[str, tuple[str, ...]], threading.Lock] = {}
+        self._offsets: OrderedDict[tuple[str, str, tuple[str, ...]], float] = OrderedDict()
+        self._measuring: dict[tuple[str, str, tuple[str, ...]], threading.Lock] = {}
 
     def offset(self, request: LLMRequest, score: Scorer) -> float:
         """The mean content-free score of ``request``'s template (0 without a template, or
@@ -47,7 +49,7 @@ class TemplateOffsets:
         template = request.template
         if template is None or not template.fields:
             return 0.0
-        key = (request.prefix, template.pieces)
+        key = (request.operator.value, request.prefix, template.pieces)
         with self._lock:
             known = self._offsets.get(key)
             if known is not None:
@@ -59,7 +61,7 @@ class TemplateOffsets:
                 known = self._offsets.get(key)
             if known is not None:
                 return known
-            rows = template.content_free()
+            rows = request.calibration_rows()
             scores = [score(dataclasses.replace(request, row=row)) for row in rows]
             got = [s for s in scores if s is not None]
             value = sum(got) / len(got) if got else 0.0

@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 __all__ = [
+    "CALIBRATION_TEXTS",
     "CONTENT_FREE_FILLERS",
     "Completion",
     "DecodingParams",
@@ -33,6 +34,28 @@ __all__ = [
 #: Neutral values for a template's fields in content-free calibration rows (Zhao et al. 2021
 #: average "N/A", "" and "[MASK]"); a decision's threshold is the mean margin of these rows.
 CONTENT_FREE_FILLERS: tuple[str, ...] = ("", "N/A", "[MASK]", "...")
+
+#: Real-looking but irrelevant texts (notices, instructions, facts: a domain no operator is
+#: likely to ask about) that also fill a one-row template's fields for calibration. Content-free
+#: rows alone put the threshold near one end of a small model's margin range (an empty review
+#: is "not favourable", an "N/A" package "not a game"), and where depends on the wording; these
+#: rows are as plainly off-topic but read like data. Fixed and versioned with the backends'
+#: calibration name: the same template gets the same offset whatever the query. Chosen on
+#: tuning rows only (bundled reviews 1-100, our own phrasings, gemma-3-270m): on 3 filter
+#: phrasings the yes-share went from 0.59 / 0.71 / 0.92 to 0.60 / 0.56 / 0.59 (true 0.51) and
+#: accuracy from 0.70 / 0.70 / 0.57 to 0.71 / 0.79 / 0.70. Not used for pair templates (joins):
+#: two unrelated texts are a plain "no" pair, which on the same rows pulled the threshold down
+#: (SmolLM2 join yes-share 0.19 -> 0.53, true 0.25).
+CALIBRATION_TEXTS: tuple[str, ...] = (
+    "The 8:15 train to Leeds will depart from platform 4 today.",
+    "Preheat the oven to 200 degrees and grease a baking tray.",
+    "Tomorrow will be cloudy with light rain in the afternoon.",
+    "The meeting room on the second floor is being repainted this week.",
+    "Insert screw B into the left panel and tighten it by hand.",
+    "The library closes at six on Saturdays.",
+    "Water boils at 100 degrees Celsius at sea level.",
+    "Our office will be closed on Monday for the public holiday.",
+)
 
 
 class Task(enum.Enum):
@@ -101,6 +124,14 @@ class RowTemplate:
         """Rows with every field replaced by one neutral filler, one row per filler."""
         return tuple(self.render([f] * len(self.fields)) for f in CONTENT_FREE_FILLERS)
 
+    def irrelevant(self) -> tuple[str, ...]:
+        """Rows with every field filled from :data:`CALIBRATION_TEXTS`, one row per text."""
+        n = len(CALIBRATION_TEXTS)
+        return tuple(
+            self.render([CALIBRATION_TEXTS[(i + k) % n] for k in range(len(self.fields))])
+            for i in range(n)
+        )
+
     @property
     def lead(self) -> str:
         """The text before the first field: the same for every row."""
@@ -125,6 +156,17 @@ class LLMRequest:
     params: DecodingParams = field(default_factory=DecodingParams)
     #: the unrendered template ``row`` came from; None for hand-built requests
     template: RowTemplate | None = None
+
+    def calibration_rows(self) -> tuple[str, ...]:
+        """The rows whose mean score is this request's decision threshold: its template's
+        content-free rows, plus irrelevant-text rows unless it decides about a pair (a join);
+        an empty row when it has no template."""
+        template = self.template
+        if template is None or not template.fields:
+            return ("",)
+        if self.operator is OperatorKind.JOIN:
+            return template.content_free()
+        return template.content_free() + template.irrelevant()
 
     def signature(self, backend_id: str) -> str:
         """A stable hash of everything that determines the answer on ``backend_id``."""

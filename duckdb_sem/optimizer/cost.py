@@ -138,10 +138,12 @@ class CostModel:
             return Statistics(d.sem_filter_selectivity, prompt, d.completion_tokens["BOOLEAN"])
         if call.kind is OperatorKind.AGG:
             return Statistics(1.0, prompt, d.agg_completion_tokens)
-        return Statistics(1.0, prompt, self._completion(call.output_type or "VARCHAR"))
+        return Statistics(1.0, prompt, self.completion_tokens(call.output_type or "VARCHAR"))
 
-    def _completion(self, output_type: str) -> float:
-        upper = output_type.upper()
+    def completion_tokens(self, output_type: str | None) -> float:
+        """The default completion tokens of one answer of ``output_type`` (None: a yes/no
+        decision)."""
+        upper = (output_type or "BOOLEAN").upper()
         table = self.defaults.completion_tokens
         if "[" in upper or "STRUCT" in upper:
             return table["NESTED"]
@@ -154,7 +156,7 @@ class CostModel:
     def request_cost(self, prompt_tokens: float, output_type: str | None) -> float:
         """Token-equivalents of one request with ``prompt_tokens`` (``output_type`` None: a
         yes/no decision): the unit of every remaining cost the scheduler compares."""
-        completion = self._completion(output_type or "BOOLEAN")
+        completion = self.completion_tokens(output_type)
         return prompt_tokens + self.defaults.completion_weight * completion
 
     def row_cost(self, call: SemCall) -> float:

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from duckdb_sem.backends.throughput import Throughput
 from duckdb_sem.optimizer.cost import Estimate
 
-__all__ = ["Price", "Spend", "spend_lines", "total"]
+__all__ = ["Price", "Spend", "format_dollars", "spend_lines", "total"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -67,7 +67,8 @@ def _seconds(value: float) -> str:
     return f"{value:,.3g} s"
 
 
-def _dollars(value: float) -> str:
+def format_dollars(value: float) -> str:
+    """``$0.0079``, ``$12.50``: two significant figures under a dollar."""
     return f"${value:,.2f}" if value >= 1 else f"${value:.2g}"
 
 
@@ -100,7 +101,7 @@ def spend_lines(
     if price is not None:
         dollars = price.dollars(spend.prompt_tokens, spend.completion_tokens)
         lines.append(
-            f"money≈{_dollars(dollars)} at ${price.prompt_per_mtok:g} / "
+            f"money≈{format_dollars(dollars)} at ${price.prompt_per_mtok:g} / "
             f"${price.completion_per_mtok:g} per million prompt / completion tokens "
             f"({price.source})"
         )

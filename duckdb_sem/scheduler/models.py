@@ -28,7 +28,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from duckdb_sem.backends.base import Backend
-from duckdb_sem.backends.registry import unknown_name_error
+from duckdb_sem.backends.registry import SpecPrice, split_price, unknown_name_error
 from duckdb_sem.config import Settings
 from duckdb_sem.errors import ConfigError, UnknownModelError
 from duckdb_sem.scheduler.seu import SchedulerClient
@@ -81,6 +81,7 @@ class Models:
         self.default = default
         self.settings = settings or Settings()
         self._named: dict[str, tuple[str, SchedulerClient]] = {}
+        self._prices: dict[str, SpecPrice] = {}  # from a spec's price_in / price_out
         self._lock = threading.Lock()
 
     @staticmethod
@@ -131,6 +132,13 @@ class Models:
         backends = getattr(self.client(name), "backends", None)
         return backends[0] if backends else None
 
+    def price(self, name: str | None) -> SpecPrice | None:
+        """The price model ``name``'s spec sets (``?price_in=&price_out=``), else None."""
+        if name is None or name.strip().lower() == DEFAULT_MODEL:
+            return split_price(self.settings.backend)[1] if self.settings.backend else None
+        with self._lock:
+            return self._prices.get(name.strip().lower())
+
     def info(self) -> list[ModelInfo]:
         """What ``SHOW MODELS`` lists: the default first, then by name."""
         default_spec = getattr(self.backend(None), "spec", None) or self.settings.backend
@@ -159,9 +167,13 @@ class Models:
                 raise ConfigError(f"model {name!r}: give a backend spec string, e.g. 'llama:'")
             client = scheduler_for(replace(self.settings, backend=spec.strip()))
             label = spec.strip()
+        price = split_price(spec)[1] if isinstance(spec, str) else None
         with self._lock:
             old = self._named.get(key)
             self._named[key] = (label, client)
+            self._prices.pop(key, None)
+            if price is not None:
+                self._prices[key] = price
         if old is not None:
             old[1].close()
         return key
@@ -170,6 +182,7 @@ class Models:
         key = name.strip().lower()
         with self._lock:
             found = self._named.pop(key, None)
+            self._prices.pop(key, None)
         if found is None:
             if key == DEFAULT_MODEL:
                 raise ConfigError("the default model is the connection's backend; it stays")
@@ -185,6 +198,7 @@ class Models:
             for key, (label, client) in self._named.items():
                 share = getattr(client, "share", None)
                 out._named[key] = (label, share() if share is not None else client)
+            out._prices = dict(self._prices)
         return out
 
     def cancel(self, query_id: str) -> None:

@@ -1,4 +1,5 @@
-"""Per-template calibration on the HTTP backend: content-free rows of the template set the offset."""
+"""Per-template calibration on the HTTP backend: content-free and irrelevant-text rows of the
+template set the offset."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ import httpx
 
 from duckdb_sem.backends.openai import OpenAIBackend
 from duckdb_sem.llm.prompts import build_request
-from duckdb_sem.llm.request import CONTENT_FREE_FILLERS, OperatorKind
+from duckdb_sem.llm.request import CALIBRATION_TEXTS, CONTENT_FREE_FILLERS, OperatorKind
 from duckdb_sem.llm.template import parse_template
 
 # A model biased towards yes for this question: every row, content-free or not, scores
@@ -57,7 +58,7 @@ def test_template_offset_is_measured_once_and_removes_the_bias() -> None:
     out = backend.complete(_requests(template=True))
     assert [c.value for c in out] == [True, False, True, False]
     assert [c.score for c in out] == [1.0, -1.0, 1.0, -1.0]
-    content_free = [TEMPLATE.render([f]) for f in CONTENT_FREE_FILLERS]
+    content_free = [TEMPLATE.render([f]) for f in (*CONTENT_FREE_FILLERS, *CALIBRATION_TEXTS)]
     assert sorted(set(seen) & set(content_free)) == sorted(content_free)
     again = backend.complete(_requests(template=True))
     assert [c.value for c in again] == [True, False, True, False]

@@ -2,8 +2,8 @@
 
 Floors are asserted on held-out rows only: ``tests/data/rt_held_out.csv``, 80 Rotten Tomatoes
 reviews outside the 300 bundled ones, which tuned nothing, under a phrasing no few-shot example
-uses. Figures behind them (greedy, 1 thread): accuracy 0.61, ROC AUC 0.73, yes-share 0.25
-against a true share of 0.56. The floors leave slack for other CPUs or thread counts; chance is
+uses. Figures behind them (greedy, 1 thread): accuracy 0.675, ROC AUC 0.75, yes-share 0.64
+against a true share of 0.56 (content-free calibration alone: 0.61, 0.73, 0.25). The floors leave slack for other CPUs or thread counts; chance is
 0.5. The routed default (``llama:``) is tested in test_llama_default.py; the benchmark on
 three datasets is benchmarks/bench_embedded_quality.py.
 """
@@ -26,8 +26,8 @@ from duckdb_sem.llm.template import parse_template
 pytestmark = pytest.mark.model
 
 HELD_OUT = Path(__file__).resolve().parent.parent / "data" / "rt_held_out.csv"
-ACCURACY_FLOOR = 0.55  # measured 0.61
-AUC_FLOOR = 0.65  # measured 0.73
+ACCURACY_FLOOR = 0.6  # measured 0.675
+AUC_FLOOR = 0.65  # measured 0.75
 FILTER = parse_template("Is this a favourable review of the film? {text}").positional()
 
 
@@ -80,8 +80,8 @@ def test_calibration_is_per_template(backend: LlamaBackend) -> None:
             for t in texts
         ]
         backend.complete(requests)
-    offsets = {k: v for k, v in backend._calibration.items() if k[2] is not None}
-    pieces = {k[2] for k in offsets}
+    offsets = {k: v for k, v in backend._calibration.items() if k[3] is not None}
+    pieces = {k[3] for k in offsets}
     assert {FILTER.pieces, other.pieces} <= pieces  # one offset per template
     assert len({round(v, 6) for v in offsets.values()}) == len(offsets)
 

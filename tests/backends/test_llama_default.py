@@ -18,6 +18,7 @@ import pytest
 
 from duckdb_sem.backends.llama_default import ROUTES, DefaultLlamaBackend, task_kind
 from duckdb_sem.backends.registry import create_backend
+from duckdb_sem.estimator.accuracy import spearman_rho
 from duckdb_sem.llm.prompts import build_request
 from duckdb_sem.llm.request import LLMRequest, OperatorKind
 from duckdb_sem.llm.template import parse_template
@@ -28,7 +29,10 @@ DATA = Path(__file__).resolve().parent.parent / "data" / "rt_held_out.csv"
 DEBIAN = Path(__file__).resolve().parents[2] / "benchmarks" / "data" / "debian_packages.csv"
 FILTER = parse_template("Is this a favourable review of the film? {0}")
 AUC_FLOOR = 0.72  # measured 0.80
-ACCURACY_FLOOR = 0.6  # measured 0.675 (yes-share 0.89 against a true 0.56)
+ACCURACY_FLOOR = 0.65  # measured 0.725 (yes-share 0.64 against a true 0.56)
+RATING = parse_template("Rate this film review from 1 (bad) to 5 (great): {0}")
+# measured 0.29 (ROC AUC of the score 0.68); the digits' logits measured about 0
+SPEARMAN_FLOOR = 0.15
 CLASSIFY_FLOOR = 0.35  # measured 0.475 on 40 packages, 4 labels (chance 0.25)
 
 
@@ -52,6 +56,11 @@ def _auc(scores: list[float], labels: list[bool]) -> float:
     return sum((p > n) + 0.5 * (p == n) for p in pos for n in neg) / (len(pos) * len(neg))
 
 
+def _held_out() -> list[tuple[str, bool]]:
+    with DATA.open(newline="", encoding="utf-8") as f:
+        return [(r["text"], r["fresh"] == "True") for r in csv.DictReader(f)]
+
+
 def test_routes_and_identity(backend: DefaultLlamaBackend) -> None:
     assert ROUTES == {"filter": "gemma", "join": "smollm2", "classify": "gemma",
                       "generate": "smollm2"}  # fmt: skip
@@ -72,8 +81,7 @@ def test_routes_and_identity(backend: DefaultLlamaBackend) -> None:
 
 @pytest.mark.slow
 def test_filter_on_held_out_reviews(backend: DefaultLlamaBackend) -> None:
-    with DATA.open(newline="", encoding="utf-8") as f:
-        rows = [(r["text"], r["fresh"] == "True") for r in csv.DictReader(f)]
+    rows = _held_out()
     requests = [build_request(OperatorKind.FILTER, FILTER.render([t]), template=FILTER)
                 for t, _ in rows]  # fmt: skip
     answers = _complete(backend, requests)
@@ -86,9 +94,24 @@ def test_filter_on_held_out_reviews(backend: DefaultLlamaBackend) -> None:
         ACCURACY_FLOOR
     )
     yes = sum(values) / len(values)
-    # calibrated per template, so no collapse to all-yes or all-no; the measured 0.89 is at
-    # the edge of issue 17's 10-90% target (content-free calibration is not precise enough)
-    assert 0.05 <= yes <= 0.95
+    # calibrated per template on content-free and irrelevant-text rows: within issue 17's
+    # 10-90% target (content-free rows alone measured 0.89)
+    assert 0.10 <= yes <= 0.90
+
+
+@pytest.mark.slow
+def test_rating_on_held_out_reviews(backend: DefaultLlamaBackend) -> None:
+    rows = _held_out()
+    requests = [
+        build_request(OperatorKind.MAP, RATING.render([t]), output_type="INTEGER",
+                      template=RATING)
+        for t, _ in rows
+    ]  # fmt: skip
+    values = [a.value for a in _complete(backend, requests)]  # type: ignore[attr-defined]
+    assert all(isinstance(v, int) and 1 <= v <= 5 for v in values)
+    assert len(set(values)) >= 3  # the scale is used, not one value for every review
+    truth = [float(label) for _, label in rows]
+    assert spearman_rho([float(v) for v in values], truth) >= SPEARMAN_FLOOR
 
 
 @pytest.mark.slow

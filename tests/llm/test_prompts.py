@@ -5,7 +5,14 @@ from __future__ import annotations
 import pytest
 
 from duckdb_sem.llm.prompts import build_request, closed_answers, scale_in
-from duckdb_sem.llm.request import OperatorKind, OutputSpec, RowTemplate, Task
+from duckdb_sem.llm.request import (
+    CALIBRATION_TEXTS,
+    CONTENT_FREE_FILLERS,
+    OperatorKind,
+    OutputSpec,
+    RowTemplate,
+    Task,
+)
 from duckdb_sem.llm.template import parse_template
 
 
@@ -37,6 +44,22 @@ def test_content_free_rows_blank_every_field() -> None:
     assert rows[0] == "Review:  Plot: ."
     assert "Review: N/A Plot: N/A." in rows
     assert template.lead == "Review: "
+
+
+def test_one_row_decisions_also_calibrate_on_irrelevant_texts_joins_do_not() -> None:
+    one = parse_template("Is this review positive? {0}")
+    rows = build_request(OperatorKind.FILTER, "Is this review positive? x", template=one)
+    assert rows.calibration_rows() == tuple(
+        f"Is this review positive? {t}" for t in (*CONTENT_FREE_FILLERS, *CALIBRATION_TEXTS)
+    )
+    pair = parse_template("Same film? {0} / {1}")
+    join = build_request(OperatorKind.JOIN, "Same film? a / b", template=pair)
+    assert join.template is not None
+    assert join.calibration_rows() == join.template.content_free()
+    # each field of a pair gets a different text, so an irrelevant pair is not two copies
+    irrelevant = join.template.irrelevant()
+    assert irrelevant[0] == f"Same film? {CALIBRATION_TEXTS[0]} / {CALIBRATION_TEXTS[1]}"
+    assert build_request(OperatorKind.FILTER, "hand-built").calibration_rows() == ("",)
 
 
 @pytest.mark.parametrize(

@@ -31,3 +31,18 @@ def test_aliases_and_the_cost_estimate_through_psycopg(tmp_path: Path) -> None:
         assert any(line.startswith("money≈$") and "$3 / $15 per million" in line for line in plan)
         with pytest.raises(psycopg.Error, match="duckdb-sem function"):
             conn.execute("CREATE MACRO ai_filter(t) AS true")
+
+
+def test_a_statement_off_the_optimizer_is_estimated_over_the_wire(tmp_path: Path) -> None:
+    db = make_db(tmp_path / "sem.duckdb")
+    with (
+        wire_server(db, "--backend", "test:") as server,
+        psycopg.connect(server.dsn(), autocommit=True) as conn,
+    ):
+        q = "WITH r AS (SELECT * FROM reviews) SELECT id FROM r WHERE sem_filter('Is it? {text}')"
+        plan = [r[0] for r in conn.execute("EXPLAIN SEMANTIC " + q).fetchall()]
+        assert plan[0].startswith("not planned by the optimizer"), plan
+        estimated = next(line for line in plan if line.startswith("estimated: calls≈"))
+        rows = conn.execute("SELECT count(*) FROM reviews").fetchone()
+        assert rows is not None and estimated.startswith(f"estimated: calls≈{rows[0]} ")
+        assert any(line.startswith("estimated by a dry run") for line in plan)

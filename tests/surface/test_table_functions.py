@@ -174,3 +174,51 @@ def test_an_input_with_a_semantic_call_is_read_when_rows_are_pulled(
     assert [r[1] for r in rows] == [1, 2, 3] and all(r[0] % 2 == 0 for r in rows)
     assert rules.calls == 40 + 20  # the input's filter on every row, the ranking on the kept
     assert con.stats().llm_calls == 60
+
+
+def test_an_input_never_read_is_released_with_its_connection() -> None:
+    """A table function's input with a semantic call holds a cursor (and a share of the
+    scheduler) until it is read; an opened statement that is never fetched, or only
+    explained, gives it back at close, so the last connection still closes the scheduler."""
+    con = duckdb_sem.connect(backend="test:?selectivity=0.37", cache="off")  # its own scheduler
+    con.execute("CREATE TABLE t AS SELECT range AS id, 'row ' || range AS text FROM range(10)")
+    query = (
+        "SELECT * FROM sem_topk('SELECT id, text FROM t WHERE sem_filter(''{text} ok'')', "
+        "2, '{text} is nice')"
+    )
+    rel = con.sql(query)  # opened, never fetched
+    con.explain_semantic(query)
+    scheduler = con.session.engine.client.scheduler  # type: ignore[attr-defined]
+    con.close()
+    assert scheduler._closed
+    del rel
+
+
+def test_the_sem_join_table_function_is_blocked_only_when_approximation_is_allowed(
+    tmp_path: Path,
+) -> None:
+    """TEST DOUBLES (a keyword embedder, a same-topic judge): the table function form of
+    sem_join takes the same opt-in embedding blocking as a sem_join in JOIN ON."""
+    from embed_doubles import KeywordEmbedder, SameTopicJudge
+
+    topics = 30
+    query = "SELECT id, rid FROM sem_join('l', 'r', '{l.txt} is about {r.body}')"
+    got = {}
+    for approximate in (False, True):
+        embedder = KeywordEmbedder([f"w{i}" for i in range(topics)])
+        con = duckdb_sem.connect(backend=SameTopicJudge(), embed_backend=embedder,
+                                 cache=str(tmp_path / f"{approximate}.sqlite"),
+                                 approximate=approximate)  # fmt: skip
+        con.execute(
+            f"CREATE TABLE l AS SELECT i AS id, 'topic' || (i % {topics}) || ' w' || "
+            f"(i % {topics}) AS txt FROM range(150) t(i)"
+        )
+        con.execute(f"CREATE TABLE r AS SELECT i AS rid, 'topic' || i || ' w' || i AS body "
+                    f"FROM range({topics}) t(i)")  # fmt: skip
+        got[approximate] = (set(con.sql(query).fetchall()), con.stats())
+        con.close()
+    (lossless, plain), (blocked, approx) = got[False], got[True]
+    assert plain.llm_calls == 150 * topics and plain.embed_calls == 0
+    assert len(lossless) == 150
+    assert blocked <= lossless and len(blocked) >= 0.95 * len(lossless)
+    assert approx.llm_calls < 0.25 * 150 * topics and approx.embed_calls > 0
