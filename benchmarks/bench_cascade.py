@@ -118,6 +118,8 @@ def main() -> None:
     parser.add_argument("--precision", type=float, default=0.9)
     parser.add_argument("--recall", type=float, default=0.9)
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--confidence", type=float, default=0.9,
+                        help="how often the targets must hold (the thresholds' bounds)")  # fmt: skip
     parser.add_argument(
         "--filter-sample",
         type=int,
@@ -144,7 +146,8 @@ def main() -> None:
                   filter_sample=args.filter_sample)  # fmt: skip
     reference = run("target only", texts, **common)
     cascade = run("cascade", texts, approximate=True, filter_precision=args.precision,
-                  filter_recall=args.recall, filter_helper=helper, **common)  # fmt: skip
+                  filter_recall=args.recall, filter_helper=helper, confidence=args.confidence,
+                  **common)  # fmt: skip
     want = set(reference.ids)
     p, r = pr(cascade.ids, want)
     truth = {i for i, f in enumerate(fresh) if f}
@@ -157,7 +160,7 @@ def main() -> None:
         "",
         f"Target `{'SIMULATED GPU, answers from the fresh label' if args.simulated else backend}`, "
         f"{helper_name}; targets precision {args.precision} / recall {args.recall} relative to "
-        f"the target's own answers. `{' '.join(sys.argv[1:]) or '(defaults)'}`",
+        f"the target's own answers, learned at confidence {args.confidence}. `{' '.join(sys.argv[1:]) or '(defaults)'}`",
         "",
         "| run | target calls | helper calls | rows the helper decided | rows passed | "
         "P vs target | R vs target | P/R vs fresh label | seconds |",

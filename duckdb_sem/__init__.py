@@ -169,6 +169,7 @@ def connect(
     filter_precision: float | None = None,
     filter_recall: float | None = None,
     filter_helper: str | None = None,
+    confidence: float | None = None,
     retry_failures: bool | None = None,
 ) -> SemConnection:
     """Open a DuckDB database with semantic SQL; see :func:`install` for the options.
@@ -187,7 +188,9 @@ def connect(
     It also lets a ``sem_filter`` run as a cascade: ``filter_helper`` (``auto``, ``estimator``,
     ``embed`` or a backend spec) decides the rows it is sure of, with thresholds learned to
     reach ``filter_precision`` and ``filter_recall`` (0.9 each) of the target's own answers
-    (``duckdb_sem.runtime.cascade``).
+    (``duckdb_sem.runtime.cascade``). Both learn against confidence bounds: the targets hold
+    with probability at least ``confidence`` (default 0.9; ``DUCKDB_SEM_CONFIDENCE``,
+    ``SET duckdb_sem.confidence = 0.95``), as ``docs/optimizer.md`` states exactly.
     """
     con = duckdb.connect(database, read_only=read_only, config=config or {})
     settings = _settings(backend, cache, scheduler, batch_size, retry_failures).with_overrides(
@@ -201,6 +204,7 @@ def connect(
         filter_precision=filter_precision,
         filter_recall=filter_recall,
         filter_helper=filter_helper,
+        confidence=confidence,
     )
     session = install(con, backend=backend, cache=cache, scheduler=scheduler, batch_size=batch_size,
                       max_llm_calls=max_llm_calls, max_prompt_tokens=max_prompt_tokens,

@@ -27,6 +27,7 @@ variable                        default                     meaning
 ``DUCKDB_SEM_FILTER_PRECISION`` ``0.9``                     precision target of a cascaded sem_filter
 ``DUCKDB_SEM_FILTER_RECALL``    ``0.9``                     recall target of a cascaded sem_filter
 ``DUCKDB_SEM_FILTER_HELPER``    ``auto``                    cascade helper: auto, estimator, embed, a spec
+``DUCKDB_SEM_CONFIDENCE``       ``0.9``                     how often approximate plans' targets must hold
 ``DUCKDB_SEM_RETRY_FAILURES``   ``0``                       ``1``: ask again for answers cached as failed
                                                             (unparsable, NULL) instead of reusing them
 ==============================  ==========================  ==========================================
@@ -82,6 +83,7 @@ ENV_VARS = {
     "DUCKDB_SEM_FILTER_PRECISION": "precision target of a cascaded sem_filter (default 0.9)",
     "DUCKDB_SEM_FILTER_RECALL": "recall target of a cascaded sem_filter (default 0.9)",
     "DUCKDB_SEM_FILTER_HELPER": "cascade helper: auto, estimator, embed or a backend spec",
+    "DUCKDB_SEM_CONFIDENCE": "confidence that approximate plans meet their targets (default 0.9)",
     "DUCKDB_SEM_RETRY_FAILURES": "1: ask again for answers cached as failed (default 0: reuse them)",
     "DUCKDB_SEM_OPENAI_API_KEY": "API key of openai: backends (else OPENAI_API_KEY)",
     "DUCKDB_SEM_SIM_PROFILE": "duckdb-sem sim-server: the simulated GPU profile (default default)",
@@ -215,6 +217,7 @@ class Settings:
     filter_precision: float = 0.9  # targets of a cascaded sem_filter (runtime.cascade)
     filter_recall: float = 0.9
     filter_helper: str = "auto"  # the cascade's helper: auto, estimator, embed or a spec
+    confidence: float = 0.9  # the approximate plans' targets hold at least this often
     #: ask the backend again for answers the cache holds as failed (unparsable: NULL)
     retry_failures: bool = False
 
@@ -259,6 +262,7 @@ class Settings:
             filter_precision=_float_env("DUCKDB_SEM_FILTER_PRECISION", 0.9),
             filter_recall=_float_env("DUCKDB_SEM_FILTER_RECALL", 0.9),
             filter_helper=env.get("DUCKDB_SEM_FILTER_HELPER") or "auto",
+            confidence=_float_env("DUCKDB_SEM_CONFIDENCE", 0.9),
             retry_failures=_bool_env("DUCKDB_SEM_RETRY_FAILURES"),
         )
         settings.validate()
@@ -280,6 +284,11 @@ class Settings:
         if not 0.0 < self.join_recall <= 1.0:
             raise ConfigError(
                 f"the join recall target must be in (0, 1], got {self.join_recall}; e.g. 0.95"
+            )
+        if not 0.0 < self.confidence < 1.0:
+            raise ConfigError(
+                f"the confidence of approximate plans must be in (0, 1), got {self.confidence}; "
+                "e.g. 0.9"
             )
         if self.aging_rate is not None and self.aging_rate < 0:
             raise ConfigError(f"aging rate must be >= 0, got {self.aging_rate}")

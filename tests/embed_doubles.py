@@ -9,12 +9,13 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
+from typing import Any
 
 from duckdb_sem.backends.base import Answers, Backend, Capacity
 from duckdb_sem.backends.embedder import Embedder
 from duckdb_sem.llm.request import Completion, LLMRequest
 
-__all__ = ["KeywordEmbedder", "SameTopicJudge"]
+__all__ = ["KeywordEmbedder", "SameTopicJudge", "topic_tables"]
 
 
 class KeywordEmbedder(Embedder):
@@ -59,3 +60,17 @@ class SameTopicJudge(Backend):
 
     def count_tokens(self, text: str) -> int:
         return len(text.split())
+
+
+def topic_tables(con: Any, topics: int, left: int) -> None:
+    """Tables ``l`` (``left`` rows, each naming one of ``topics`` topics and its keyword, every
+    7th a neighbour's keyword too) and ``r`` (one row per topic), for a same-topic join."""
+    con.execute(
+        f"CREATE TABLE l AS SELECT i AS id, 'topic' || (i % {topics}) || ' w' || (i % {topics}) "
+        f"|| CASE WHEN i % 7 = 0 THEN ' w' || ((i + 1) % {topics}) ELSE '' END AS txt "
+        f"FROM range({left}) t(i)"
+    )
+    con.execute(
+        f"CREATE TABLE r AS SELECT i AS rid, 'topic' || i || ' w' || i AS body "
+        f"FROM range({topics}) t(i)"
+    )

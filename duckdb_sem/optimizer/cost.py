@@ -233,6 +233,8 @@ class CostModel:
             # blocked (approximate): only the share of pairs above the threshold is asked,
             # and they hold (about) all the matches
             asked = pairs * node.blocking.fraction if node.blocking else pairs
+            if node.cascade:  # and of those, only the pairs its helper leaves
+                asked *= node.cascade.target_share
             out[path] = self._llm(node.call, asked, min(pairs * sel, asked))
             return min(pairs * sel, asked), base
         (rows_in, base), *_ = kids or [(0.0, 0.0)]
@@ -241,7 +243,9 @@ class CostModel:
             out[path] = Estimate(rows, cost=rel * rows_in)
         elif isinstance(node, SemFilter):
             rows = rows_in * self.call_stats(node.call).selectivity
-            out[path] = self._llm(node.call, rows_in, rows)
+            # cascaded (approximate): the target answers only the rows its helper leaves
+            asked = rows_in * node.cascade.target_share if node.cascade else rows_in
+            out[path] = self._llm(node.call, asked, rows)
         elif isinstance(node, SemMap):
             rows = rows_in
             out[path] = self._llm(node.call, rows_in, rows)

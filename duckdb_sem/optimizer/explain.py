@@ -97,7 +97,7 @@ def explain_choice(
     lines += [n.blocking.describe() for n in best.plan.walk()
               if isinstance(n, SemJoin) and n.blocking is not None]  # fmt: skip
     lines += [n.cascade.describe() for n in best.plan.walk()
-              if isinstance(n, SemFilter) and n.cascade is not None]  # fmt: skip
+              if isinstance(n, SemFilter | SemJoin) and n.cascade is not None]  # fmt: skip
     others = choice.ranked[1 : 1 + runner_ups]
     if others:
         lines.append("runner-up plans:")

@@ -5,7 +5,9 @@ A :class:`Blocking` on a :class:`~duckdb_sem.plan.nodes.SemJoin` means: of the p
 least ``threshold`` are asked of the LLM; the others are taken as no match without a call. The
 threshold was learned for this query (``runtime.blocking``) from ``sample_pairs`` pairs the LLM
 labelled, ``sample_positives`` of them matches, to reach ``recall_target``; ``sample_recall``
-is the recall the sample estimates for it. Such a plan is lossy, and only built when the query
+is the recall the sample estimates for it, and ``recall_bound`` the stratified lower bound
+(``estimator.recall.bounded_threshold``) that the true recall reaches with probability at
+least ``confidence``. Such a plan is lossy, and only built when the query
 allows approximation (``runtime.approximation``).
 
 Example:
@@ -31,6 +33,8 @@ class Blocking:
     candidates: int  # pairs at or above the threshold (counted on the embeddings)
     pairs: int  # pairs without blocking (the cross product the learning saw)
     embedder: str  # identity of the embedding model
+    recall_bound: float = 0.0  # lower confidence bound of the true recall ...
+    confidence: float = 0.0  # ... holding with at least this probability
 
     @property
     def fraction(self) -> float:
@@ -47,6 +51,7 @@ class Blocking:
             f"similarity on {self.embedder}: cosine >= {self.threshold:.3f} keeps "
             f"{self.candidates:,} of {self.pairs:,} pairs ({self.fraction:.1%}) for the LLM; "
             f"threshold learned from {self.sample_pairs} LLM-labelled pairs "
-            f"({self.sample_positives} matches), sample recall {self.sample_recall:.2f} "
+            f"({self.sample_positives} matches), sample recall {self.sample_recall:.2f}, "
+            f"recall >= {self.recall_bound:.2f} at confidence {self.confidence:.2f} "
             f"(target {self.recall_target:.2f}); pairs below it count as no match"
         )

@@ -4,8 +4,9 @@ A :class:`Cascade` on a :class:`~duckdb_sem.plan.nodes.SemFilter` means: ``helpe
 row; rows scoring at least ``accept`` pass and rows under ``reject`` fail without a target call;
 the target model answers the rows between. The thresholds shown were learned for this query
 (``runtime.cascade``) from ``sample_rows`` rows the target labelled, to reach the precision and
-recall targets against the target's own answers; each SEU re-learns them with more labelled
-rows. Such a plan is lossy, and only built when the query allows approximation
+recall targets against the target's own answers, at ``confidence`` (lower confidence bounds
+``precision_bound`` / ``recall_bound``, not the sample's figures, meet the targets); each SEU
+re-learns them with more labelled rows. Such a plan is lossy, and only built when the query allows approximation
 (``runtime.approximation``).
 
 Example:
@@ -33,6 +34,17 @@ class Cascade:
     helper_share: float  # share of the sample the helper decides alone
     sample_rows: int
     sample_positives: int
+    confidence: float = 0.0  # both bounds hold together with at least this probability
+    precision_bound: float = 0.0  # lower confidence bounds of the true precision and recall
+    recall_bound: float = 0.0
+    seu_sample: float = 0.0  # share of each SEU's rows the target labels anyway
+    operator: str = "sem_filter"  # or sem_join: its candidate pairs are the rows
+
+    @property
+    def target_share(self) -> float:
+        """The expected share of the rows the target answers: each SEU's sample, and of the
+        rest those the helper does not decide (its share on the labelled sample)."""
+        return self.seu_sample + (1.0 - self.seu_sample) * (1.0 - self.helper_share)
 
     def label(self) -> str:
         return (
@@ -42,12 +54,14 @@ class Cascade:
     def describe(self) -> str:
         """The EXPLAIN line: approximate, and with which estimated guarantee."""
         return (
-            f"APPROXIMATE plan (duckdb_sem.approximate = on): sem_filter runs as a cascade: "
+            f"APPROXIMATE plan (duckdb_sem.approximate = on): {self.operator} runs as a cascade: "
             f"helper {self.helper} passes rows scoring >= {self.accept:.3f} and fails rows "
             f"under {self.reject:.3f} without the target model, which answers the rest; "
-            f"thresholds learned from {self.sample_rows} target-labelled rows "
+            f"thresholds learned from {self.sample_rows} target-labelled "
+            f"{'pairs' if self.operator == 'sem_join' else 'rows'} "
             f"({self.sample_positives} positive): the helper decides {self.helper_share:.0%} "
             f"of them at sample precision {self.sample_precision:.2f} and recall "
-            f"{self.sample_recall:.2f} (targets {self.precision_target:.2f}/"
-            f"{self.recall_target:.2f}); re-learned on every SEU"
+            f"{self.sample_recall:.2f}, bounds precision >= {self.precision_bound:.2f} and "
+            f"recall >= {self.recall_bound:.2f} at confidence {self.confidence:.2f} (targets "
+            f"{self.precision_target:.2f}/{self.recall_target:.2f}); re-learned on every SEU"
         )

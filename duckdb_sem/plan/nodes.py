@@ -164,11 +164,13 @@ class Join(Binary):
 @dataclass(frozen=True)
 class SemJoin(Binary):
     """Pairs of rows (optionally prefiltered by a relational ``condition``) kept by an LLM;
-    with ``blocking`` (an approximate plan) only the pairs similar enough reach the LLM."""
+    with ``blocking`` (an approximate plan) only the pairs similar enough reach the LLM, and
+    with ``cascade`` a helper decides the candidate pairs it is sure of, the LLM the rest."""
 
     call: SemCall
     condition: Predicate | None = None
     blocking: Blocking | None = None
+    cascade: Cascade | None = None
     semantic: ClassVar[bool] = True
 
     def __post_init__(self) -> None:
@@ -184,4 +186,5 @@ class SemJoin(Binary):
     def label(self) -> str:
         on = f" ON {self.condition.sql}" if self.condition else ""
         blocked = f" {self.blocking.label()}" if self.blocking else ""
-        return f"SemJoin {self.call.sql()}{on}{blocked}"
+        cascaded = f" {self.cascade.label()}" if self.cascade else ""
+        return f"SemJoin {self.call.sql()}{on}{blocked}{cascaded}"

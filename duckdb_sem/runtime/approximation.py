@@ -6,9 +6,9 @@ Approximation is opt-in, per connection (``connect(approximate=True, join_recall
 through). Off, every plan is lossless: exactly the rows of the nested loop. On, a ``sem_join``
 of more than :attr:`Approximation.min_pairs` pairs may be *blocked*: only the pairs whose
 embeddings are at least as similar as a threshold learned for this query from
-``join_sample`` LLM-labelled pairs (doubled until they hold ``min_matches`` matches, up to
-``max_sample``) go to the LLM, the threshold chosen so that the estimated recall of the sample
-is at least ``join_recall`` (see ``runtime.blocking``; EXPLAIN SEMANTIC
+``join_sample`` LLM-labelled pairs (doubled until the bound reaches the target, up to
+``max_sample``) go to the LLM, the threshold chosen so that a lower confidence bound of its
+recall is at least ``join_recall`` at ``confidence`` (see ``runtime.blocking``; EXPLAIN SEMANTIC
 shows the threshold, the candidate pairs and the sample recall, and says the plan is
 approximate).
 
@@ -19,6 +19,14 @@ and the target model answers the rest. The thresholds are learned from ``filter_
 the target labels to meet ``filter_precision`` and ``filter_recall`` (relative to the target's
 own answers; LOTUS-style, default 0.9/0.9; ``SET duckdb_sem.filter_precision = 0.95``), and
 re-learned on every SEU from ``seu_sample`` more target-labelled rows of that batch.
+
+Both learn against confidence bounds, not the sample's point estimates: ``confidence``
+(default 0.9; ``SET duckdb_sem.confidence = 0.95``) is the probability, over the labelled
+sample, that the plan's true recall (and, for a cascade, precision) reaches its target
+(``estimator.recall``, ``estimator.cascade_thresholds`` say exactly how). A higher confidence
+or a smaller sample widens the margin, and the plan saves less; where the sample cannot reach
+the target at that confidence the plan stays lossless (blocking) or the target answers more
+rows (cascade). EXPLAIN SEMANTIC shows the bound and the confidence beside the sample figures.
 """
 
 from __future__ import annotations
@@ -32,7 +40,7 @@ from duckdb_sem.errors import ConfigError
 __all__ = ["SETTINGS", "Approximation", "approximation_of"]
 
 #: the SQL names of these settings (``SET duckdb_sem.<name> = value``)
-SETTINGS = ("approximate", "join_recall", "filter_precision", "filter_recall")
+SETTINGS = ("approximate", "join_recall", "filter_precision", "filter_recall", "confidence")
 
 
 @dataclass(frozen=True, slots=True)
@@ -42,13 +50,14 @@ class Approximation:
     allowed: bool = False
     join_recall: float = 0.95  # recall target of a blocked sem_join, in (0, 1]
     join_sample: int = 100  # pairs the LLM labels to learn the threshold (DocETL: ~100)
-    min_matches: int = 10  # the sample doubles until it holds this many matches ...
-    max_sample: int = 1600  # ... or this many pairs (and never past a quarter of the pairs)
+    max_sample: int = 1600  # the sample doubles until its bound reaches the target, or this
+    # many pairs (and never past a quarter of the pairs)
     filter_precision: float = 0.9  # a cascaded sem_filter's targets, against the target's
     filter_recall: float = 0.9  # own answers (runtime.cascade)
     filter_sample: int = 100  # rows the target labels before the first SEU
     seu_sample: float = 0.05  # share of each SEU's rows the target labels (at least 8 rows)
     window: int = 1000  # the latest labelled rows the thresholds are learned from
+    confidence: float = 0.9  # the targets hold with at least this probability (bounds)
 
     def __post_init__(self) -> None:
         if not 0.0 < self.join_recall <= 1.0:
@@ -60,6 +69,10 @@ class Approximation:
                 raise ConfigError(
                     f"duckdb_sem.{name} must be in (0, 1], got {getattr(self, name)}; e.g. 0.9"
                 )
+        if not 0.0 < self.confidence < 1.0:
+            raise ConfigError(
+                f"duckdb_sem.confidence must be in (0, 1), got {self.confidence}; e.g. 0.9"
+            )
         if self.filter_sample < 10 or not 0.0 <= self.seu_sample <= 1.0:
             raise ConfigError(
                 f"the filter sample must be at least 10 rows and the SEU sample a share in "
@@ -108,8 +121,10 @@ def approximation_of(settings: object) -> Approximation:
         join_recall=float(getattr(settings, "join_recall", 0.95)),
         filter_precision=float(getattr(settings, "filter_precision", 0.9)),
         filter_recall=float(getattr(settings, "filter_recall", 0.9)),
+        confidence=float(getattr(settings, "confidence", 0.9)),
     )
 
 
 _FIELD = {"approximate": "allowed", "join_recall": "join_recall",
-          "filter_precision": "filter_precision", "filter_recall": "filter_recall"}  # fmt: skip
+          "filter_precision": "filter_precision", "filter_recall": "filter_recall",
+          "confidence": "confidence"}  # fmt: skip

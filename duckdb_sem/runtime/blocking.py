@@ -7,10 +7,12 @@ nested loop of a ``SemJoin`` whose inputs are relational by *blocking*:
    embed each side's text (the rendered fields the template reads from that side, one text per
    row; ``runtime.embeddings``), compute every pair's cosine similarity, let the LLM label a
    stratified sample of pairs (``estimator.recall.sample_pairs``; its answers are cached, so
-   the run asks none of them again), and learn the highest threshold whose estimated recall
-   reaches the target (``learn_threshold``). The SemJoin gets a
-   :class:`~duckdb_sem.plan.blocking.Blocking`; joins with fewer than ``min_pairs`` pairs, or
-   whose sample holds no match, stay nested loops (lossless).
+   the run asks none of them again), and learn the highest threshold whose stratified lower
+   confidence bound of recall reaches the target at ``confidence`` (``bounded_threshold``).
+   The SemJoin gets a
+   :class:`~duckdb_sem.plan.blocking.Blocking`; joins with fewer than ``min_pairs`` pairs, whose
+   sample holds no match, or whose bound reaches the target only by keeping every pair, stay
+   nested loops (lossless).
 2. :func:`blocked_pairs` (each SEU): the pairs of the current inputs whose similarity reaches
    the threshold, then the relational condition; the executor sends only those to the LLM.
 
@@ -20,7 +22,9 @@ Example: 500 reviews x 100 plots is 50,000 pairs; a threshold keeping 2% of them
 
 from __future__ import annotations
 
+import dataclasses
 import logging
+import math
 from collections.abc import Sequence
 from typing import Any
 
@@ -28,7 +32,7 @@ import numpy as np
 import pyarrow as pa
 
 from duckdb_sem.errors import ConfigError
-from duckdb_sem.estimator.recall import learn_threshold, sample_pairs
+from duckdb_sem.estimator.recall import bounded_threshold, sample_pairs
 from duckdb_sem.llm.render import render_column
 from duckdb_sem.plan.blocking import Blocking
 from duckdb_sem.plan.nodes import Node, SemJoin, quote
@@ -103,29 +107,39 @@ def learn_blocking(
         log.info("%s: %d pairs, under %d: nested loop", node.label(), pairs,
                  approximation.min_pairs)  # fmt: skip
         return None
-    # Matches are rare, and a recall estimated from a handful of them is mostly luck (the one
-    # stratum where they were found looks like all of them): the sample doubles until it holds
-    # ``min_matches`` matches or reaches ``max_sample`` pairs. Pairs labelled in a smaller
+    # Matches are rare, and a recall estimated from a handful of them is mostly luck: the
+    # threshold is learned against a stratified lower confidence bound (estimator.recall), and
+    # the sample doubles until that bound reaches the target at some threshold short of "keep
+    # every pair", or reaches ``max_sample`` pairs. Each look at a sample spends a share of the
+    # confidence (Bonferroni over the looks the doubling may take). Pairs labelled in a smaller
     # sample come from the query's memo (and the cache), not from the LLM again.
     size = approximation.join_sample
-    cap = min(approximation.max_sample, pairs // 4)
+    cap = max(size, min(approximation.max_sample, pairs // 4))
+    looks = 1 + max(0, math.ceil(math.log2(cap / size)))
+    delta = (1.0 - approximation.confidence) / looks
     while True:
         sample = sample_pairs(sims, size)
         at = np.array(sample.indices, dtype=np.int64)
         labels = _label(node, left, right, at, engine, query)
-        learned = learn_threshold(sims.ravel()[at].tolist(), labels, sample.weights,
-                                  approximation.join_recall)  # fmt: skip
-        if learned.positives >= approximation.min_matches or size >= cap:
+        learned = bounded_threshold(sample, labels, approximation.join_recall, delta)
+        useful = learned.threshold is not None and learned.kept_strata != len(sample.sizes)
+        if useful or size >= cap:
             break
         size = min(2 * size, cap)
     if learned.threshold is None:
         log.info("%s: no match among %d sampled pairs: nested loop", node.label(), len(at))
+        return None
+    if not useful:
+        log.info("%s: %d labelled pairs cannot bound recall %.2f at confidence %.2f short of "
+                 "every pair: nested loop", node.label(), len(at), approximation.join_recall,
+                 approximation.confidence)  # fmt: skip
         return None
     with np.errstate(invalid="ignore"):
         candidates = int(np.count_nonzero(sims >= np.float32(learned.threshold)))
     return Blocking(
         threshold=learned.threshold, recall_target=approximation.join_recall,
         sample_recall=learned.sample_recall, sample_pairs=len(at),
+        recall_bound=float(learned.recall_bound or 0.0), confidence=approximation.confidence,
         sample_positives=learned.positives, candidates=candidates, pairs=pairs,
         embedder=embeddings.client.backend_id,
     )  # fmt: skip
@@ -152,9 +166,8 @@ def block_sem_joins(
     con: Any, plan: Node, engine: Any, query: Any, approximation: Approximation
 ) -> Node:
     """``plan`` with each SemJoin over relational inputs blocked where it pays (see module)."""
-    from duckdb_sem.runtime.execute_plan import _Run  # the relational SQL of a subtree
-
-    sql = _Run(con, engine, query, 2048, None)
+    # imported here: execute_plan imports this module to run the blocked pairs
+    from duckdb_sem.runtime.execute_plan import relational_sql
 
     def blocked(node: Node) -> Node:
         if (
@@ -162,10 +175,10 @@ def block_sem_joins(
             and node.blocking is None
             and not any(n.semantic for c in node.children for n in c.walk())
         ):
-            sides = (sql.rel(node.left, ()), sql.rel(node.right, ()))
+            sides = (relational_sql(con, node.left), relational_sql(con, node.right))
             blocking = learn_blocking(con, node, sides, engine, query, approximation)
             if blocking is not None:
-                node = SemJoin(node.left, node.right, node.call, node.condition, blocking)
+                node = dataclasses.replace(node, blocking=blocking)
         return node
 
     return plan.transform(blocked)

@@ -1,22 +1,30 @@
-"""Cascades for ``sem_filter``: a cheap helper decides the rows it is sure of, the target the rest.
+"""Cascades for ``sem_filter`` and ``sem_join``: a cheap helper decides the rows (a join's
+candidate pairs) it is sure of, the target the rest.
 
 An approximate plan (only when the query allows it: ``runtime.approximation``) may run a
 ``SemFilter`` over relational input as a cascade:
 
-1. :func:`cascade_sem_filters` (when the query is prepared, so EXPLAIN SEMANTIC shows it): a
+1. :func:`cascade_sem_operators` (when the query is prepared, so EXPLAIN SEMANTIC shows it): a
    repeatable sample of ``filter_sample`` input rows is scored by the helper
    (``runtime.cascade_helpers``) and labelled by the target (its answers are cached, so the run
    asks none of them again); :func:`~duckdb_sem.estimator.cascade_thresholds.learn_cascade`
-   picks the accept and reject thresholds for the precision and recall targets. The SemFilter
-   gets a :class:`~duckdb_sem.plan.cascade.Cascade`; a filter over fewer than
-   ``min_filter_rows`` rows, or whose sample holds no positive, stays on the target alone.
+   picks the accept and reject thresholds whose lower confidence bounds meet the precision and
+   recall targets at ``confidence`` (what that guarantees: ``estimator.cascade_thresholds``).
+   The SemFilter gets a :class:`~duckdb_sem.plan.cascade.Cascade`; a filter over fewer than
+   ``min_filter_rows`` rows, whose sample holds no positive, or whose helper decides nothing
+   and whose labelled window could never hold the positives the recall bound needs, stays on
+   the target alone.
+   A SemJoin over relational inputs is cascaded alike, on its candidate pairs (the blocked
+   ones, or those its relational condition allows); the helper is told which arguments come
+   from which side (an embedding helper scores the cosine of the two sides' texts).
 2. :func:`run_cascade` (each SEU): the helper scores the batch; ``seu_sample`` of its rows
    (at least 8) go to the target and join the labelled rows (the latest ``window`` are kept),
    the thresholds are re-learned on them, so they follow the data as the plan does; the helper
    decides the rows outside the band and the target answers the rest.
 
 Example: 5,000 reviews, a helper that decides 70% of the sampled rows: the target answers
-about 100 + 5% + 30% of the rows, ~1,850 calls instead of 5,000.
+about 100 + 5% + 30% of the rows, ~1,850 calls instead of 5,000. The bounds narrow as the
+labelled window grows, so the first SEUs leave more rows to the target than the later ones.
 """
 
 from __future__ import annotations
@@ -33,15 +41,18 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
+from duckdb_sem.estimator.bounds import recall_rank
 from duckdb_sem.estimator.cascade_thresholds import CascadeThresholds, learn_cascade
 from duckdb_sem.llm.request import OperatorKind
 from duckdb_sem.optimizer.cost import operator_signature
 from duckdb_sem.plan.cascade import Cascade
-from duckdb_sem.plan.nodes import Node, SemFilter
+from duckdb_sem.plan.nodes import Node, SemFilter, SemJoin, quote
 from duckdb_sem.runtime.approximation import Approximation
-from duckdb_sem.runtime.cascade_helpers import Helper
+from duckdb_sem.runtime.blocking import blocked_pairs
+from duckdb_sem.runtime.cascade_helpers import Helper, Sides
+from duckdb_sem.runtime.plan_sql import join_sql
 
-__all__ = ["Cascades", "Learner", "cascade_sem_filters", "run_cascade"]
+__all__ = ["Cascades", "Learner", "cascade_sem_operators", "run_cascade"]
 
 log = logging.getLogger(__name__)
 
@@ -50,11 +61,12 @@ Target = Callable[[Sequence[pa.Array]], pa.Array]  # the target's answers for so
 
 @dataclass
 class Learner:
-    """One cascaded filter's labelled rows and current thresholds (mutable, per query)."""
+    """One cascaded operator's labelled rows and current thresholds (mutable, per query)."""
 
     helper: Helper
     approximation: Approximation
     thresholds: CascadeThresholds
+    sides: Sides | None = None  # a sem_join's: which arguments come from which side
     scores: deque[float] = field(default_factory=deque)
     labels: deque[bool] = field(default_factory=deque)
     seus: int = 0
@@ -72,7 +84,8 @@ class Learner:
                 self.labels.popleft()
             learned = learn_cascade(list(self.scores), list(self.labels),
                                     precision=self.approximation.filter_precision,
-                                    recall=self.approximation.filter_recall)  # fmt: skip
+                                    recall=self.approximation.filter_recall,
+                                    confidence=self.approximation.confidence)  # fmt: skip
             if learned is not None:
                 self.thresholds = learned
 
@@ -96,9 +109,11 @@ def _label(target: Target, args: Sequence[pa.Array], at: Sequence[int]) -> list[
     return answers
 
 
-def learn_filter(con: Any, node: SemFilter, input_sql: str, helper: Helper, target: Target,
-                 query: Any, approximation: Approximation) -> Learner | None:  # fmt: skip
-    """The cascade of ``node`` for this query, or None where the target alone is the plan."""
+def learn_rows(con: Any, node: SemFilter | SemJoin, input_sql: str, helper: Helper,
+               target: Target, query: Any, approximation: Approximation,
+               sides: Sides | None = None) -> Learner | None:  # fmt: skip
+    """The cascade of ``node`` over the rows of ``input_sql`` (a filter's input, a join's
+    candidate pairs) for this query, or None where the target alone is the plan."""
     ((rows,),) = con.sql(f"SELECT count(*) FROM ({input_sql})").fetchall()
     if rows < approximation.min_filter_rows:
         log.info("%s: %d rows, under %d: no cascade", node.label(), rows,
@@ -109,73 +124,117 @@ def learn_filter(con: Any, node: SemFilter, input_sql: str, helper: Helper, targ
         f"USING SAMPLE reservoir({approximation.filter_sample} ROWS) REPEATABLE (7)"
     ).to_arrow_table()
     args = [sample.column(a).combine_chunks() for a in node.call.args]
-    scores = helper.scores(node.call.template, args, query)
+    scores = helper.scores(node.call.template, args, query, sides=sides)
     at = [i for i, s in enumerate(scores) if s is not None]
     labels = _label(target, args, at)
     scored = [float(scores[i]) for i in at]  # type: ignore[arg-type]
     learned = learn_cascade(scored, labels, precision=approximation.filter_precision,
-                            recall=approximation.filter_recall)  # fmt: skip
+                            recall=approximation.filter_recall,
+                            confidence=approximation.confidence)  # fmt: skip
     if learned is None:
         log.info("%s: no positive among %d sampled rows: no cascade", node.label(), len(at))
         return None
-    learner = Learner(helper, approximation, learned)
+    # a helper that decides nothing now, whose window will never hold the positives the recall
+    # bound needs at this confidence, would only add its calls: the target alone is the plan
+    window = min(approximation.window, rows)
+    expected = math.floor(learned.positives / learned.rows * window)
+    delta = 1.0 - approximation.confidence
+    if learned.helper_share == 0.0 and recall_rank(expected, approximation.filter_recall,
+                                                   delta / 2) is None:  # fmt: skip
+        log.info("%s: %d positives in a full window of %d rows cannot bound recall %.2f at "
+                 "confidence %.2f: no cascade", node.label(), expected, window,
+                 approximation.filter_recall, approximation.confidence)  # fmt: skip
+        return None
+    learner = Learner(helper, approximation, learned, sides)
     learner.add(scored, labels)
     return learner
 
 
-def cascade_sem_filters(con: Any, plan: Node, engine: Any, query: Any, helper: Helper,
-                        approximation: Approximation) -> Node:  # fmt: skip
-    """``plan`` with each SemFilter over relational input cascaded where it pays (see module)."""
-    from duckdb_sem.runtime.execute_plan import _Run  # the relational SQL of a subtree
+def cascade_sem_operators(con: Any, plan: Node, engine: Any, query: Any, helper: Helper,
+                          approximation: Approximation) -> Node:  # fmt: skip
+    """``plan`` with each SemFilter over relational input, and each SemJoin over relational
+    inputs (its candidate pairs, after blocking), cascaded where it pays (see module)."""
+    # imported here: execute_plan imports this module to run the cascade
+    from duckdb_sem.runtime.execute_plan import relational_sql
 
-    sql = _Run(con, engine, query, 2048, None)
     if query.cascades is None:
         query.cascades = Cascades()
 
     def cascaded(node: Node) -> Node:
-        if (
-            isinstance(node, SemFilter)
-            and node.cascade is None
-            and node.call.kind is OperatorKind.FILTER
-            and not any(n.semantic for n in node.child.walk())
-        ):
-            call = node.call
+        if not isinstance(node, SemFilter | SemJoin) or node.cascade is not None:
+            return node
+        if any(n.semantic for c in node.children for n in c.walk()):
+            return node
+        call = node.call
 
-            def target(args: Sequence[pa.Array]) -> pa.Array:
-                return engine.run_operator(call.kind, call.template, args,
-                                           output_type=call.output_type, query=query,
-                                           label="sem_filter cascade sample",
-                                           options=call.options)  # fmt: skip
+        def target(args: Sequence[pa.Array]) -> pa.Array:
+            return engine.run_operator(call.kind, call.template, args,
+                                       output_type=call.output_type, query=query,
+                                       label=f"{node.label().split()[0]} cascade sample",
+                                       options=call.options)  # fmt: skip
 
-            learner = learn_filter(con, node, sql.rel(node.child, ()), helper, target, query,
-                                   approximation)  # fmt: skip
-            if learner is not None:
-                query.cascades.learners[operator_signature(call)] = learner
-                node = dataclasses.replace(node, cascade=_annotation(learner))
-        return node
+        if isinstance(node, SemFilter):
+            if call.kind is not OperatorKind.FILTER:
+                return node
+            learner = learn_rows(con, node, relational_sql(con, node.child), helper, target,
+                                 query, approximation)  # fmt: skip
+        else:
+            learner = _learn_pairs(con, node, engine, query, helper, target, approximation)
+        if learner is None:
+            return node
+        query.cascades.learners[operator_signature(call)] = learner
+        return dataclasses.replace(node, cascade=_annotation(learner, node))
 
     return plan.transform(cascaded)
 
 
-def _annotation(learner: Learner) -> Cascade:
+def _learn_pairs(con: Any, node: SemJoin, engine: Any, query: Any, helper: Helper,
+                 target: Target, approximation: Approximation) -> Learner | None:  # fmt: skip
+    """A join's cascade, learned on its candidate pairs: the blocked ones, or all the pairs
+    its relational condition allows."""
+    from duckdb_sem.runtime.execute_plan import relational_sql
+
+    left, right = relational_sql(con, node.left), relational_sql(con, node.right)
+    sides = (tuple(i for i, a in enumerate(node.call.args) if a in node.left.attrs),
+             tuple(i for i, a in enumerate(node.call.args) if a not in node.left.attrs))  # fmt: skip
+    if node.blocking is None:
+        pairs = join_sql(left, right, node.condition.sql if node.condition else None)
+        return learn_rows(con, node, pairs, helper, target, query, approximation, sides)
+    table = blocked_pairs(con, node, left, right, engine, query)
+    name = f"__sem_cascade_pairs_{id(table):x}"
+    con.register(name, table)
+    try:
+        return learn_rows(con, node, f"SELECT * FROM {quote(name)}", helper, target, query,
+                          approximation, sides)  # fmt: skip
+    finally:
+        con.unregister(name)
+
+
+def _annotation(learner: Learner, node: SemFilter | SemJoin) -> Cascade:
     t, a = learner.thresholds, learner.approximation
     return Cascade(
         helper=learner.helper.name, accept=t.accept, reject=t.reject,
         precision_target=a.filter_precision, recall_target=a.filter_recall,
         sample_precision=t.sample_precision, sample_recall=t.sample_recall,
         helper_share=t.helper_share, sample_rows=t.rows, sample_positives=t.positives,
+        confidence=a.confidence, precision_bound=t.precision_bound or 0.0,
+        recall_bound=t.recall_bound or 0.0, seu_sample=a.seu_sample,
+        operator="sem_join" if isinstance(node, SemJoin) else "sem_filter",
     )  # fmt: skip
 
 
-def run_cascade(node: SemFilter, args: Sequence[pa.Array], target: Target, query: Any) -> pa.Array:
-    """The filter's answers for one SEU's rows: the helper's where it is sure, else the target's
-    (see module); without the query's learner (a plan built elsewhere) the target's alone."""
+def run_cascade(
+    node: SemFilter | SemJoin, args: Sequence[pa.Array], target: Target, query: Any
+) -> pa.Array:
+    """The operator's answers for one SEU's rows (a join's: candidate pairs): the helper's
+    where it is sure, else the target's (see module); without the query's learner (a plan
+    built elsewhere) the target's alone."""
     cascades = getattr(query, "cascades", None)
     learner = cascades.learners.get(operator_signature(node.call)) if cascades else None
     if learner is None:
         return target(args)
     n = len(args[0]) if args else 0
-    scores = learner.helper.scores(node.call.template, args, query)
+    scores = learner.helper.scores(node.call.template, args, query, sides=learner.sides)
     scored = [i for i, s in enumerate(scores) if s is not None]
     share = learner.approximation.seu_sample
     take = min(len(scored), max(8, math.ceil(share * n))) if share > 0 else 0

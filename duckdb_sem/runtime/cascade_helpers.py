@@ -33,19 +33,30 @@ from duckdb_sem.runtime.embeddings import Embeddings
 from duckdb_sem.runtime.waiting import wait_for
 from duckdb_sem.scheduler.seu import SEU, SchedulerClient, Served
 
-__all__ = ["HELPER_LABEL", "EmbedHelper", "Helper", "ModelHelper", "choose_helper"]
+__all__ = ["HELPER_LABEL", "EmbedHelper", "Helper", "ModelHelper", "Sides", "choose_helper"]
 
 #: the operator label of the helper's SEUs (metrics, ``duckdb-sem top``)
 HELPER_LABEL = "cascade helper"
 
 
+#: for a sem_join's candidate pairs: which arguments come from the left side, which from the
+#: right (an embedding helper compares the two; a model helper asks the join's question)
+Sides = tuple[tuple[int, ...], tuple[int, ...]]
+
+
 class Helper(Protocol):
-    """Scores the rows of a filter call; None where a row has no score (a NULL input)."""
+    """Scores the rows of a filter call (or a join's candidate pairs, with ``sides``); None
+    where a row has no score (a NULL input)."""
 
     name: str
 
     def scores(
-        self, template: str, args: Sequence[pa.Array], query: QueryContext
+        self,
+        template: str,
+        args: Sequence[pa.Array],
+        query: QueryContext,
+        *,
+        sides: Sides | None = None,
     ) -> list[float | None]: ...
 
 
@@ -69,11 +80,17 @@ class ModelHelper:
         self.batch_size = batch_size
 
     def scores(
-        self, template: str, args: Sequence[pa.Array], query: QueryContext
+        self,
+        template: str,
+        args: Sequence[pa.Array],
+        query: QueryContext,
+        *,
+        sides: Sides | None = None,
     ) -> list[float | None]:
         parsed = parse_template(template)
+        kind = OperatorKind.FILTER if sides is None else OperatorKind.JOIN
         requests = [
-            None if r is None else build_request(OperatorKind.FILTER, r, template=parsed)
+            None if r is None else build_request(kind, r, template=parsed)
             for r in _rendered(template, args)
         ]
         backend_id = self.client.backend_id
@@ -117,15 +134,34 @@ class EmbedHelper:
         self.name = f"embed {embeddings.spec}"
 
     def scores(
-        self, template: str, args: Sequence[pa.Array], query: QueryContext
+        self,
+        template: str,
+        args: Sequence[pa.Array],
+        query: QueryContext,
+        *,
+        sides: Sides | None = None,
     ) -> list[float | None]:
-        words = re.sub(r"\s+", " ", re.sub(r"\{\d+\}", " ", template)).strip() or template
         columns = [render_column(a) for a in args]
-        texts = [None if any(v is None for v in row) else "\n".join(row)
-                 for row in zip(*columns, strict=True)]  # fmt: skip
+        if sides is not None:  # a join's pairs: how similar the two sides' texts are
+            left, right = [_joined([columns[i] for i in side]) for side in sides]
+            both = [None if a is None or b is None else (a, b) for a, b in zip(left, right,
+                    strict=True)]  # fmt: skip
+            kept = [p for p in both if p is not None]
+            if not kept:
+                return [None] * len(both)
+            vectors = self.embeddings.embed([t for p in kept for t in p], query=query)
+            sims = iter((vectors[0::2] * vectors[1::2]).sum(axis=1).tolist())
+            return [None if p is None else float(next(sims)) for p in both]
+        words = re.sub(r"\s+", " ", re.sub(r"\{\d+\}", " ", template)).strip() or template
+        texts = _joined(columns)
         vectors = self.embeddings.embed([words, *texts], query=query)
         sims = vectors[1:] @ vectors[0]
         return [None if t is None else float(s) for t, s in zip(texts, sims.tolist(), strict=True)]
+
+
+def _joined(columns: Sequence[Sequence[str | None]]) -> list[str | None]:
+    return [None if any(v is None for v in row) else "\n".join(row)
+            for row in zip(*columns, strict=True)]  # fmt: skip
 
 
 def choose_helper(name: str, *, estimator: SchedulerClient | None,

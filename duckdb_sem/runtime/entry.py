@@ -29,10 +29,10 @@ from duckdb_sem.optimizer import optimize
 from duckdb_sem.optimizer.choose import Choice, plan_key
 from duckdb_sem.optimizer.cost import Statistics
 from duckdb_sem.plan.build import build_plan
-from duckdb_sem.plan.nodes import Node, Scan, SemFilter
+from duckdb_sem.plan.nodes import Node, Scan, SemFilter, SemJoin
 from duckdb_sem.runtime.approximation import approximation_of
 from duckdb_sem.runtime.blocking import block_sem_joins
-from duckdb_sem.runtime.cascade import cascade_sem_filters
+from duckdb_sem.runtime.cascade import cascade_sem_operators
 from duckdb_sem.runtime.cascade_helpers import choose_helper
 from duckdb_sem.runtime.cursors import session_cursor
 from duckdb_sem.runtime.estimator_work import scheduled_samples
@@ -133,10 +133,10 @@ def prepare(
     approximation = options.approximation
     if approximation is not None and approximation.allowed and query is not None:
         written = block_sem_joins(raw, written, engine, query, approximation)  # lossy, opt-in
-        if any(isinstance(n, SemFilter) for n in written.walk()):
+        if any(isinstance(n, SemFilter | SemJoin) for n in written.walk()):
             helper = choose_helper(options.filter_helper, estimator=options.estimator_client,
                                    named=options.helper_client, engine=engine)  # fmt: skip
-            written = cascade_sem_filters(raw, written, engine, query, helper, approximation)
+            written = cascade_sem_operators(raw, written, engine, query, helper, approximation)
     choice, model = optimize(raw, sql, stats=profile.stats, written=written)
     store = StatsStore()
     store.seed(profile.stats)

@@ -50,7 +50,15 @@ from duckdb_sem.runtime.blocking import blocked_pairs
 from duckdb_sem.runtime.cascade import run_cascade
 from duckdb_sem.runtime.plan_sql import Path, join_sql, scan_sql, sink_select, split_sink
 
-__all__ = ["Actual", "Evaluator", "Path", "drop_views", "execute_plan", "split_sink"]
+__all__ = [
+    "Actual",
+    "Evaluator",
+    "Path",
+    "drop_views",
+    "execute_plan",
+    "relational_sql",
+    "split_sink",
+]
 
 _names = itertools.count()
 
@@ -99,6 +107,19 @@ def execute_plan(
         return run.sink(root)
     finally:
         drop_views(raw, run.registered)
+
+
+def relational_sql(con: Any, node: Node) -> str:
+    """The SQL of a relational subtree (scans, filters, joins), as the executor runs it: what
+    the approximate plans sample before the run (``runtime.blocking``, ``runtime.cascade``).
+
+    Example:
+        >>> relational_sql(None, Scan("t", "t", ("id",)))  # doctest: +ELLIPSIS
+        'SELECT ... FROM t...'
+    """
+    if any(n.semantic for n in node.walk()):
+        raise ValueError(f"relational_sql: {node.label()} holds a semantic operator")
+    return _Run(getattr(con, "duckdb", con), None, None, 2048, None).rel(node, ())  # type: ignore[arg-type]
 
 
 def drop_views(con: SqlConnection, names: Sequence[str]) -> None:
@@ -231,13 +252,7 @@ class _Run:
         rows_in = batch.num_rows
         if isinstance(op, SemFilter):
             if rows_in:
-                args = _args(batch, op.call)
-                if op.cascade is not None:  # approximate: a helper decides some rows
-                    mask = run_cascade(op, args, lambda a: self._call(op.call, a, op.label()),
-                                       self.query)  # fmt: skip
-                else:
-                    mask = self._call(op.call, args, op.label())
-                batch = batch.filter(pc.fill_null(mask, False))
+                batch = batch.filter(pc.fill_null(self._decide(op, batch), False))
         elif isinstance(op, SemMap):
             values = (
                 self._call(op.call, _args(batch, op.call), op.label())
@@ -271,11 +286,18 @@ class _Run:
         started = time.perf_counter()
         rows_in = batch.num_rows
         if rows_in:
-            mask = self._call(node.call, _args(batch, node.call), node.label())
-            batch = batch.filter(pc.fill_null(mask, False))
+            batch = batch.filter(pc.fill_null(self._decide(node, batch), False))
         self._note(path, node, rows_in=rows_in, rows_out=batch.num_rows, calls=rows_in,
                    seconds=time.perf_counter() - started)  # fmt: skip
         return batch
+
+    def _decide(self, op: SemFilter | SemJoin, batch: pa.RecordBatch) -> pa.Array:
+        """The predicate's answers for a batch: the LLM's, or (approximate) a cascade's, whose
+        helper decides the rows it is sure of."""
+        args = _args(batch, op.call)
+        if op.cascade is not None:
+            return run_cascade(op, args, lambda a: self._call(op.call, a, op.label()), self.query)
+        return self._call(op.call, args, op.label())
 
     def _call(self, call: SemCall, args: Sequence[pa.Array], label: str) -> pa.Array:
         return self.engine.run_operator(

@@ -38,10 +38,10 @@ def test_cascade_settings_and_answers_over_the_wire(server: WireProcess) -> None
         assert conn.execute("SHOW duckdb_sem.filter_precision").fetchall() == [("0.9",)]
         conn.execute("SET duckdb_sem.approximate = on")
         assert conn.execute(QUERY).fetchall() == red  # the helper only rejects pears
-        conn.execute("SET duckdb_sem.filter_precision = 0.4")
-        assert conn.execute("SHOW duckdb_sem.filter_precision").fetchall() == [("0.4",)]
+        conn.execute("SET duckdb_sem.filter_precision = 0.3")
+        assert conn.execute("SHOW duckdb_sem.filter_precision").fetchall() == [("0.3",)]
         loose = conn.execute(QUERY).fetchall()
-        assert set(loose) > set(red)  # green apples pass now: precision 0.5, over 0.4
+        assert set(loose) > set(red)  # green apples pass now: precision 0.5, bound over 0.3
         conn.execute("RESET duckdb_sem.filter_precision")
         assert conn.execute("SHOW duckdb_sem.filter_precision").fetchall() == [("0.9",)]
         with pytest.raises(psycopg.Error, match="filter_recall"):

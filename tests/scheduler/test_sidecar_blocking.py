@@ -19,7 +19,8 @@ import duckdb_sem
 
 pytestmark = pytest.mark.integration
 
-TOPICS = 30
+TOPICS = 10
+LEFT = 300  # 3,000 pairs: dense enough for the sample to bound recall 0.9 at 90%
 QUERY = "SELECT l.id, r.rid FROM l JOIN r ON sem_join('{l.txt} is about {r.body}')"
 
 
@@ -40,12 +41,12 @@ def test_a_join_is_blocked_through_the_sidecar(tmp_path: Path) -> None:
         got = {}
         for approximate in (False, True):
             con = duckdb_sem.connect(
-                scheduler=url, cache="off", approximate=approximate,
+                scheduler=url, cache="off", approximate=approximate, join_recall=0.9,
                 embed_backend=KeywordEmbedder([f"w{i}" for i in range(TOPICS)]),
             )  # fmt: skip
             con.execute(
                 f"CREATE TABLE l AS SELECT i AS id, 'topic' || (i % {TOPICS}) || ' w' || "
-                f"(i % {TOPICS}) AS txt FROM range(150) t(i)"
+                f"(i % {TOPICS}) AS txt FROM range({LEFT}) t(i)"
             )
             con.execute(f"CREATE TABLE r AS SELECT i AS rid, 'topic' || i || ' w' || i AS body "
                         f"FROM range({TOPICS}) t(i)")  # fmt: skip
@@ -53,8 +54,8 @@ def test_a_join_is_blocked_through_the_sidecar(tmp_path: Path) -> None:
             got[approximate] = (set(con.sql(QUERY).fetchall()), con.stats(), plan)
             con.close()
     (lossless, plain, plain_plan), (blocked, approx, approx_plan) = got[False], got[True]
-    assert len(lossless) == 150 and plain.physical_calls == TOPICS * TOPICS
+    assert len(lossless) == LEFT and plain.physical_calls == TOPICS * TOPICS
     assert "BLOCKED" not in plain_plan
     assert "BLOCKED cosine >= " in approx_plan
-    assert blocked <= lossless and len(blocked) >= 0.95 * len(lossless)
-    assert approx.llm_calls < 0.25 * 150 * TOPICS and approx.embed_calls > 0
+    assert blocked <= lossless and len(blocked) >= 0.9 * len(lossless)
+    assert approx.llm_calls < 0.7 * LEFT * TOPICS and approx.embed_calls > 0

@@ -201,24 +201,24 @@ def test_the_sem_join_table_function_is_blocked_only_when_approximation_is_allow
     sem_join takes the same opt-in embedding blocking as a sem_join in JOIN ON."""
     from embed_doubles import KeywordEmbedder, SameTopicJudge
 
-    topics = 30
+    topics, left = 10, 300  # dense enough for the sample to bound recall 0.9 at 90%
     query = "SELECT id, rid FROM sem_join('l', 'r', '{l.txt} is about {r.body}')"
     got = {}
     for approximate in (False, True):
         embedder = KeywordEmbedder([f"w{i}" for i in range(topics)])
         con = duckdb_sem.connect(backend=SameTopicJudge(), embed_backend=embedder,
                                  cache=str(tmp_path / f"{approximate}.sqlite"),
-                                 approximate=approximate)  # fmt: skip
+                                 approximate=approximate, join_recall=0.9)  # fmt: skip
         con.execute(
             f"CREATE TABLE l AS SELECT i AS id, 'topic' || (i % {topics}) || ' w' || "
-            f"(i % {topics}) AS txt FROM range(150) t(i)"
+            f"(i % {topics}) AS txt FROM range({left}) t(i)"
         )
         con.execute(f"CREATE TABLE r AS SELECT i AS rid, 'topic' || i || ' w' || i AS body "
                     f"FROM range({topics}) t(i)")  # fmt: skip
         got[approximate] = (set(con.sql(query).fetchall()), con.stats())
         con.close()
     (lossless, plain), (blocked, approx) = got[False], got[True]
-    assert plain.llm_calls == 150 * topics and plain.embed_calls == 0
-    assert len(lossless) == 150
-    assert blocked <= lossless and len(blocked) >= 0.95 * len(lossless)
-    assert approx.llm_calls < 0.25 * 150 * topics and approx.embed_calls > 0
+    assert plain.llm_calls == left * topics and plain.embed_calls == 0
+    assert len(lossless) == left
+    assert blocked <= lossless and len(blocked) >= 0.9 * len(lossless)
+    assert approx.llm_calls < 0.7 * left * topics and approx.embed_calls > 0
