@@ -2,8 +2,8 @@
 
 The approximate plans learn their thresholds against these bounds instead of the sample's point
 estimates, so a stated guarantee holds at a stated confidence (``estimator.cascade_thresholds``,
-``estimator.recall``). Pure Python (no SciPy): the binomial tail summed in log space, the bounds
-found by bisection; ``n`` up to a few thousand is fast.
+``estimator.recall``). The bounds are quantiles of the beta distribution and the tail the
+binomial's, from SciPy (imported on first use: ``connect()`` never pays for it).
 
 Example (no success in 10 draws: the rate is under 0.206 at 90% confidence, the "rule of
 three" for small samples):
@@ -16,7 +16,6 @@ three" for small samples):
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
 from functools import lru_cache
 
 __all__ = ["binom_cdf", "lower_bound", "recall_rank", "upper_bound"]
@@ -24,51 +23,33 @@ __all__ = ["binom_cdf", "lower_bound", "recall_rank", "upper_bound"]
 
 def binom_cdf(k: int, n: int, p: float) -> float:
     """P(X <= k) for X ~ Binomial(n, p)."""
-    if k < 0:
-        return 0.0
-    if k >= n or p <= 0.0:
-        return 1.0
-    if p >= 1.0:
-        return 0.0
-    lp, lq = math.log(p), math.log1p(-p)
-    base = math.lgamma(n + 1)
-    terms = [base - math.lgamma(i + 1) - math.lgamma(n - i + 1) + i * lp + (n - i) * lq
-             for i in range(k + 1)]  # fmt: skip
-    top = max(terms)
-    return min(1.0, math.exp(top) * math.fsum(math.exp(t - top) for t in terms))
+    from scipy.stats import binom
 
-
-def _solve(tail: float, f: Callable[[float], float], *, rising: bool) -> float:
-    lo, hi = 0.0, 1.0
-    for _ in range(60):
-        mid = (lo + hi) / 2
-        value = f(mid)
-        if (value > tail) == rising:
-            hi = mid
-        else:
-            lo = mid
-    return lo if rising else hi
+    return float(binom.cdf(k, n, p))
 
 
 @lru_cache(maxsize=65536)
 def lower_bound(successes: int, n: int, delta: float) -> float:
     """The rate ``p`` such that ``p <= true rate`` with probability at least ``1 - delta``
-    (Clopper-Pearson: the p at which ``successes`` or more has probability ``delta``)."""
+    (Clopper-Pearson: the ``delta`` quantile of Beta(successes, n - successes + 1))."""
     _check(successes, n, delta)
     if successes == 0:
         return 0.0
-    # P(X >= s | p) = 1 - cdf(s - 1) rises with p; the bound is where it reaches delta
-    return _solve(delta, lambda p: 1.0 - binom_cdf(successes - 1, n, p), rising=True)
+    from scipy.stats import beta
+
+    return float(beta.ppf(delta, successes, n - successes + 1))
 
 
 @lru_cache(maxsize=65536)
 def upper_bound(successes: int, n: int, delta: float) -> float:
-    """The rate ``p`` such that ``true rate <= p`` with probability at least ``1 - delta``."""
+    """The rate ``p`` such that ``true rate <= p`` with probability at least ``1 - delta``
+    (the ``1 - delta`` quantile of Beta(successes + 1, n - successes))."""
     _check(successes, n, delta)
     if successes == n:
         return 1.0
-    # P(X <= s | p) falls with p; the bound is where it falls to delta
-    return _solve(delta, lambda p: binom_cdf(successes, n, p), rising=False)
+    from scipy.stats import beta
+
+    return float(beta.ppf(1.0 - delta, successes + 1, n - successes))
 
 
 @lru_cache(maxsize=4096)
