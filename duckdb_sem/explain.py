@@ -94,6 +94,8 @@ def explain_semantic(
     named = models_line(con, prepared.choice.best.plan)
     if named:
         head += "\n" + named
+    if query.declined:  # approximation allowed, and an approximate plan was not taken
+        head += "\napproximate plans not taken:" + "".join(f"\n  {d}" for d in query.declined)
     prompts = prompt_lines(con, prepared.choice.best.plan) if verbose else []
     if not analyze:
         text = explain_choice(prepared.choice, model, runner_ups=runner_ups)

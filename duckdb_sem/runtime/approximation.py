@@ -31,13 +31,16 @@ rows (cascade). EXPLAIN SEMANTIC shows the bound and the confidence beside the s
 
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass, replace
 from typing import Any
 
 from duckdb_sem.config import parse_bool
 from duckdb_sem.errors import ConfigError
 
-__all__ = ["SETTINGS", "Approximation", "approximation_of"]
+__all__ = ["SETTINGS", "Approximation", "approximation_of", "decline"]
+
+log = logging.getLogger(__name__)
 
 #: the SQL names of these settings (``SET duckdb_sem.<name> = value``)
 SETTINGS = ("approximate", "join_recall", "filter_precision", "filter_recall", "confidence")
@@ -112,6 +115,15 @@ class Approximation:
             ) from None
         changes: dict[str, Any] = {_FIELD[name]: target}
         return replace(self, **changes)
+
+
+def decline(query: Any, label: str, why: str) -> None:
+    """Say that operator ``label``'s approximate plan is not taken, and why: logged, and noted
+    on ``query`` (a ``QueryContext``) for ``EXPLAIN SEMANTIC``."""
+    log.info("%s: %s", label, why)
+    notes = getattr(query, "declined", None)
+    if isinstance(notes, list):
+        notes.append(f"{label}: {why}")
 
 
 def approximation_of(settings: object) -> Approximation:

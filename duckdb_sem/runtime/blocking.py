@@ -36,7 +36,7 @@ from duckdb_sem.estimator.recall import bounded_threshold, sample_pairs
 from duckdb_sem.llm.render import render_column
 from duckdb_sem.plan.blocking import Blocking
 from duckdb_sem.plan.nodes import Node, SemJoin, quote
-from duckdb_sem.runtime.approximation import Approximation
+from duckdb_sem.runtime.approximation import Approximation, decline
 from duckdb_sem.runtime.embeddings import Embeddings
 
 __all__ = ["block_sem_joins", "blocked_pairs", "embeddings_of", "similarities"]
@@ -104,8 +104,8 @@ def learn_blocking(
     left, right, sims = _pair_sims(con, node, *sides, embeddings, query)
     pairs = left.num_rows * right.num_rows
     if pairs < approximation.min_pairs:
-        log.info("%s: %d pairs, under %d: nested loop", node.label(), pairs,
-                 approximation.min_pairs)  # fmt: skip
+        decline(query, node.label(), f"{pairs:,} pairs, under the {approximation.min_pairs:,} "
+                "that make a labelled sample worth it: nested loop")  # fmt: skip
         return None
     # Matches are rare, and a recall estimated from a handful of them is mostly luck: the
     # threshold is learned against a stratified lower confidence bound (estimator.recall), and
@@ -127,12 +127,12 @@ def learn_blocking(
             break
         size = min(2 * size, cap)
     if learned.threshold is None:
-        log.info("%s: no match among %d sampled pairs: nested loop", node.label(), len(at))
+        decline(query, node.label(), f"no match among {len(at):,} sampled pairs: nested loop")
         return None
     if not useful:
-        log.info("%s: %d labelled pairs cannot bound recall %.2f at confidence %.2f short of "
-                 "every pair: nested loop", node.label(), len(at), approximation.join_recall,
-                 approximation.confidence)  # fmt: skip
+        decline(query, node.label(), f"{len(at):,} labelled pairs cannot bound recall "
+                f"{approximation.join_recall:.2f} at confidence {approximation.confidence:.2f} "
+                "short of every pair: nested loop")  # fmt: skip
         return None
     with np.errstate(invalid="ignore"):
         candidates = int(np.count_nonzero(sims >= np.float32(learned.threshold)))

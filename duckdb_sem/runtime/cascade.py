@@ -47,7 +47,7 @@ from duckdb_sem.llm.request import OperatorKind
 from duckdb_sem.optimizer.cost import operator_signature
 from duckdb_sem.plan.cascade import Cascade
 from duckdb_sem.plan.nodes import Node, SemFilter, SemJoin, quote
-from duckdb_sem.runtime.approximation import Approximation
+from duckdb_sem.runtime.approximation import Approximation, decline
 from duckdb_sem.runtime.blocking import blocked_pairs
 from duckdb_sem.runtime.cascade_helpers import Helper, Sides
 from duckdb_sem.runtime.plan_sql import join_sql
@@ -116,8 +116,8 @@ def learn_rows(con: Any, node: SemFilter | SemJoin, input_sql: str, helper: Help
     candidate pairs) for this query, or None where the target alone is the plan."""
     ((rows,),) = con.sql(f"SELECT count(*) FROM ({input_sql})").fetchall()
     if rows < approximation.min_filter_rows:
-        log.info("%s: %d rows, under %d: no cascade", node.label(), rows,
-                 approximation.min_filter_rows)  # fmt: skip
+        decline(query, node.label(), f"{rows:,} rows, under the "
+                f"{approximation.min_filter_rows:,} a cascade needs: no cascade")  # fmt: skip
         return None
     sample = con.sql(
         f"SELECT * FROM ({input_sql}) AS __sem_cascade_input "
@@ -132,7 +132,7 @@ def learn_rows(con: Any, node: SemFilter | SemJoin, input_sql: str, helper: Help
                             recall=approximation.filter_recall,
                             confidence=approximation.confidence)  # fmt: skip
     if learned is None:
-        log.info("%s: no positive among %d sampled rows: no cascade", node.label(), len(at))
+        decline(query, node.label(), f"no positive among {len(at):,} sampled rows: no cascade")
         return None
     # a helper that decides nothing now, whose window will never hold the positives the recall
     # bound needs at this confidence, would only add its calls: the target alone is the plan
@@ -141,9 +141,10 @@ def learn_rows(con: Any, node: SemFilter | SemJoin, input_sql: str, helper: Help
     delta = 1.0 - approximation.confidence
     if learned.helper_share == 0.0 and recall_rank(expected, approximation.filter_recall,
                                                    delta / 2) is None:  # fmt: skip
-        log.info("%s: %d positives in a full window of %d rows cannot bound recall %.2f at "
-                 "confidence %.2f: no cascade", node.label(), expected, window,
-                 approximation.filter_recall, approximation.confidence)  # fmt: skip
+        decline(query, node.label(), f"{expected:,} positives in a full window of {window:,} "
+                f"rows cannot bound recall {approximation.filter_recall:.2f} at confidence "
+                f"{approximation.confidence:.2f}, and the helper decides no row: no "
+                "cascade")  # fmt: skip
         return None
     learner = Learner(helper, approximation, learned, sides)
     learner.add(scored, labels)

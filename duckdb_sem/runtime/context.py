@@ -139,6 +139,9 @@ class QueryContext:
     budget: Any = None
     # Cascaded sem_filters' learning state by operator (``runtime.cascade.Cascades``).
     cascades: Any = None
+    # Approximate plans considered and not taken, and why (``runtime.approximation.decline``;
+    # EXPLAIN SEMANTIC lists them).
+    declined: list[str] = field(default_factory=list)
 
     def add(self, **deltas: float) -> None:
         with self._lock:

@@ -98,7 +98,10 @@ def test_small_joins_stay_nested_loops(judge: SameTopicJudge, tmp_path: Path) ->
     con = _open(judge, tmp_path, approximate=True)
     con.execute("CREATE TABLE l10 AS SELECT * FROM l WHERE id < 10")
     plan = con.explain_semantic(QUERY.replace("FROM l JOIN", "FROM l10 AS l JOIN"))
-    assert "BLOCKED" not in plan  # 300 pairs: under the 400 that make a sample worth it
+    assert "BLOCKED" not in plan  # 10 x TOPICS pairs: under the 400 that make a sample worth it
+    assert "approximate plans not taken:" in plan
+    assert (f"{10 * TOPICS} pairs, under the 400 that make a labelled sample worth it: "
+            "nested loop") in plan  # fmt: skip
     con.close()
 
 

@@ -35,6 +35,7 @@ def test_no_cascade_unless_approximation_is_allowed(tmp_path: Path) -> None:
     con = _open(tmp_path, filter_helper=HELPER)
     lossless = con.explain_semantic(QUERY)
     assert "CASCADE" not in lossless and "calls≈600" in lossless
+    assert "not taken" not in lossless  # not allowed: nothing was considered
     assert _ids(con) == APPLES
     stats = con.stats()
     assert stats.llm_calls == 600 and stats.helper_calls == 0 and stats.cascade_helper_rows == 0
@@ -92,7 +93,11 @@ def test_embedding_helper_and_small_tables(tmp_path: Path) -> None:
     assert _ids(con) == APPLES
     assert con.stats().embed_calls > 0 and con.stats().physical_calls < 0.75 * 600
     small = QUERY.replace("FROM t", "FROM (SELECT * FROM t WHERE id < 300) t")
-    assert "CASCADE" not in con.explain_semantic(small)  # 300 rows: under the 400 worth a sample
+    declined = con.explain_semantic(small)
+    assert "CASCADE" not in declined  # 300 rows: under the 400 worth a sample
+    assert "approximate plans not taken:" in declined
+    assert "300 rows, under the 400 a cascade needs: no cascade" in declined
+    assert "not taken" not in con.explain_semantic(QUERY)  # taken: nothing to say
     con.close()
 
 
