@@ -46,3 +46,10 @@ def test_cascade_settings_and_answers_over_the_wire(server: WireProcess) -> None
         assert conn.execute("SHOW duckdb_sem.filter_precision").fetchall() == [("0.9",)]
         with pytest.raises(psycopg.Error, match="filter_recall"):
             conn.execute("SET duckdb_sem.filter_recall = 2")
+        assert conn.execute("SHOW duckdb_sem.confidence").fetchall() == [("0.9",)]
+        conn.execute("SET duckdb_sem.confidence = 0.95")
+        assert conn.execute("SHOW duckdb_sem.confidence").fetchall() == [("0.95",)]
+        plan = "\n".join(r[0] for r in conn.execute("EXPLAIN SEMANTIC " + QUERY).fetchall())
+        assert "at confidence 0.95" in plan, plan
+        with pytest.raises(psycopg.Error, match="confidence"):
+            conn.execute("SET duckdb_sem.confidence = 1")
