@@ -46,3 +46,23 @@ def test_a_statement_off_the_optimizer_is_estimated_over_the_wire(tmp_path: Path
         rows = conn.execute("SELECT count(*) FROM reviews").fetchone()
         assert rows is not None and estimated.startswith(f"estimated: calls≈{rows[0]} ")
         assert any(line.startswith("estimated by a dry run") for line in plan)
+
+
+def test_a_named_model_s_own_price_over_the_wire(tmp_path: Path) -> None:
+    db = make_db(tmp_path / "sem.duckdb")
+    # the wire server takes its models at start (sessions may not register them)
+    env = {"DUCKDB_SEM_PRICE_IN": "1", "DUCKDB_SEM_PRICE_OUT": "2",
+           "DUCKDB_SEM_MODELS": "big=test:?selectivity=0.3&price_in=5&price_out=20"}  # fmt: skip
+    with (
+        wire_server(db, "--backend", "test:?yes_if=good", env=env) as server,
+        psycopg.connect(server.dsn(), autocommit=True) as conn,
+    ):
+        q = (
+            "SELECT id, sem_map('Gist: {text}', model := 'big') FROM reviews "
+            "WHERE sem_filter('Is it? {text}')"
+        )
+        plan = [r[0] for r in conn.execute("EXPLAIN SEMANTIC " + q).fetchall()]
+        big = next(line for line in plan if line.startswith("  big: money≈$"))
+        assert "$5 / $20 per million" in big and "model big's spec" in big
+        default = next(line for line in plan if line.startswith("  default: money≈$"))
+        assert "$1 / $2 per million" in default
