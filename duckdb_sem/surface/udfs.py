@@ -29,7 +29,7 @@ from __future__ import annotations
 import contextlib
 import itertools
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import duckdb
@@ -222,17 +222,31 @@ class SemSession:
         list_of_lists: bool = False,
     ) -> str | None:
         """Register UDF ``name`` for this session; its full name, or None if already there."""
+        label = name.replace("__semudf_", "sem_")
+        arg_type = "VARCHAR[][]" if list_of_lists else "VARCHAR[]"
+        return self._register(name, lambda: self._make_udf(kind, output_type, label),
+                              ["VARCHAR", arg_type, "INTEGER", *_OPTION_TYPES],
+                              return_type)  # fmt: skip
+
+    def _register(
+        self,
+        name: str,
+        make: Callable[[], Callable[..., pa.Array]],
+        arg_types: Sequence[str],
+        return_type: str,
+    ) -> str | None:
+        """Register the vectorized UDF ``make()`` builds as ``name`` of this session (once);
+        its full name (``system.main.<name><suffix>``), or None if it was there already."""
         with self._lock:
             if name in self._registered:
                 return None
             self._registered.add(name)
         full = name + self._suffix
-        label = name.replace("__semudf_", "sem_")
-        arg_type = "VARCHAR[][]" if list_of_lists else "VARCHAR[]"
+        params: list[Any] = list(arg_types)  # DuckDB's stubs want its own union per element
         self.con.create_function(
             full,
-            self._make_udf(kind, output_type, label),
-            ["VARCHAR", arg_type, "INTEGER", *_OPTION_TYPES],
+            make(),
+            params,
             return_type,
             type=duckdb.func.ARROW,
             null_handling=duckdb.func.SPECIAL,
@@ -241,15 +255,18 @@ class SemSession:
         )
         return f"system.main.{full}"
 
+    def _remembered(self, answer: Callable[[], pa.Array]) -> pa.Array:
+        """``answer()``, keeping the ``SemError`` it raises as :attr:`last_error` (DuckDB
+        re-raises its own exception type, and the connection maps it back)."""
+        try:
+            return answer()
+        except SemError as err:
+            self.last_error = err
+            raise
+
     def _classify_udf(self) -> str | None:
         """Register ``sem_classify``'s UDF (template, labels, values) -> VARCHAR; its full name,
         or None if already there."""
-        name = "__semudf_classify"
-        with self._lock:
-            if name in self._registered:
-                return None
-            self._registered.add(name)
-        full = name + self._suffix
 
         def udf(
             templates: pa.Array,
@@ -260,24 +277,12 @@ class SemSession:
             temperature: pa.Array,
             max_tokens: pa.Array,
         ) -> pa.Array:
-            try:
-                return self._classify(templates, labels, values,
-                                      (given, model, temperature, max_tokens))  # fmt: skip
-            except SemError as err:
-                self.last_error = err
-                raise
+            options = (given, model, temperature, max_tokens)
+            return self._remembered(lambda: self._classify(templates, labels, values, options))
 
-        self.con.create_function(
-            full,
-            udf,
-            ["VARCHAR", "VARCHAR[]", "VARCHAR[]", "INTEGER", *_OPTION_TYPES],
-            "VARCHAR",
-            type=duckdb.func.ARROW,
-            null_handling=duckdb.func.SPECIAL,
-            exception_handling=duckdb.PythonExceptionHandling.DEFAULT,
-            side_effects=True,
-        )
-        return f"system.main.{full}"
+        return self._register("__semudf_classify", lambda: udf,
+                              ["VARCHAR", "VARCHAR[]", "VARCHAR[]", "INTEGER", *_OPTION_TYPES],
+                              "VARCHAR")  # fmt: skip
 
     def _classify(
         self,
@@ -321,11 +326,9 @@ class SemSession:
             max_tokens: pa.Array,
         ) -> pa.Array:
             options = (given, model, temperature, max_tokens)
-            try:
-                return self._evaluate(kind, output_type, name, templates, values, options)
-            except SemError as err:
-                self.last_error = err
-                raise
+            return self._remembered(
+                lambda: self._evaluate(kind, output_type, name, templates, values, options)
+            )
 
         return udf
 
