@@ -241,6 +241,14 @@ class SemConnection:
         child.approximation = self.approximation
         return child
 
+    def run_to_end(self, query: str) -> None:
+        """Run ``query`` and read every row of its result, keeping none (all its LLM work is
+        done): what ``EXPLAIN ANALYZE SEMANTIC`` and a dry run do with a statement."""
+        self.execute(query)
+        with contextlib.suppress(duckdb.Error):  # a statement without a result
+            while self._con.fetchmany(2048):
+                pass
+
     def dry_run(self, query: str) -> DryRun:
         """Run ``query`` once on a dry twin of this connection: same database and SQL road,
         every model (default and named) a counting :class:`~duckdb_sem.runtime.dry_run.
@@ -270,10 +278,7 @@ class SemConnection:
         try:
             raw.execute("BEGIN TRANSACTION")
             try:
-                twin.execute(query)
-                with contextlib.suppress(duckdb.Error):  # a statement without a result
-                    while raw.fetchmany(2048):  # read every row, keep none
-                        pass
+                twin.run_to_end(query)
             finally:
                 raw.execute("ROLLBACK")
         except (duckdb.Error, SemError) as err:

@@ -17,12 +17,9 @@ A call on a named model shows it in its operator's label (``model := 'fast'``), 
 
 from __future__ import annotations
 
-import contextlib
 import time
 from collections.abc import Iterator
 from typing import TYPE_CHECKING
-
-import duckdb
 
 from duckdb_sem.backends.base import plain_chat
 from duckdb_sem.errors import PlanError
@@ -123,10 +120,7 @@ def spend_by_model(con: SemConnection, spend: dict[str | None, Spend]) -> list[s
     """The ``estimated:`` line of the summed ``spend``, a ``time`` line per model (``None``:
     the default) and the money line: each model at its own price (``?price_in=&price_out=``
     in its spec), else at the connection's (``price_per_mtok_in/_out``)."""
-    overall = Spend(sum(s.calls for s in spend.values()),
-                    sum(s.prompt_tokens for s in spend.values()),
-                    sum(s.completion_tokens for s in spend.values()))  # fmt: skip
-    lines = spend_lines(overall, backend="", throughput=None)[:1]
+    lines = spend_lines(total(spend.values()), backend="", throughput=None)[:1]
     used = sorted(
         ((n, s) for n, s in spend.items() if n is None or s.calls),
         key=lambda kv: (kv[0] is not None, kv[0] or ""),
@@ -285,10 +279,7 @@ def _unplanned(
 def _actual_line(con: SemConnection, sql: str) -> str:
     """Run ``sql`` on ``con`` to its last row and say what it asked the models."""
     started = time.perf_counter()
-    con.execute(sql)
-    with contextlib.suppress(duckdb.Error):  # a statement without a result
-        while con.duckdb.fetchmany(2048):
-            pass
+    con.run_to_end(sql)
     s = con.stats()
     return (
         f"actual: calls {s.llm_calls:,} ({s.physical_calls:,} to a backend, {s.cache_hits:,} "

@@ -46,7 +46,8 @@ class Spend:
     completion_tokens: float = 0.0
 
 
-def total(estimates: Iterable[Estimate]) -> Spend:
+def total(estimates: Iterable[Estimate | Spend]) -> Spend:
+    """The sum of operators' estimates (or of several spends)."""
     calls = prompt = completion = 0.0
     for e in estimates:
         calls += e.calls
