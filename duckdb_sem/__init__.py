@@ -22,7 +22,6 @@ import duckdb
 
 from duckdb_sem.backends.base import Backend
 from duckdb_sem.config import Settings, parse_cache
-from duckdb_sem.connection import SemConnection, SemRelation
 from duckdb_sem.errors import (
     AmbiguousColumnError,
     BackendError,
@@ -47,6 +46,7 @@ from duckdb_sem.runtime.embeddings import Embeddings
 from duckdb_sem.runtime.operators import SemEngine
 from duckdb_sem.scheduler.models import Models, refuse_on_sidecar
 from duckdb_sem.scheduler.shared import scheduler_for
+from duckdb_sem.session.connection import SemConnection, SemRelation
 from duckdb_sem.surface.udfs import SemSession
 
 __all__ = [

@@ -13,10 +13,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from duckdb_sem.connection import SemConnection
 from duckdb_sem.data import dataset_path
 from duckdb_sem.errors import ConfigError
 from duckdb_sem.runtime.context import QueryStats
+from duckdb_sem.session.connection import SemConnection
 
 __all__ = ["DemoResult", "Score", "example_queries", "load_demo_tables", "run_demo", "score"]
 

@@ -23,6 +23,7 @@ Postgres boundary (the wire server).
     │   └── SidecarError            cannot reach the sidecar, or it died mid-query
     ├── QueryCancelledError         the query was cancelled (interrupt, Ctrl-C, wire cancel)
     ├── BudgetExceededError         the query would pass its max_llm_calls / max_prompt_tokens
+    ├── ResultClosedError           a result read after its connection ran another statement
     └── WireError                   a wire-server client asked for what the server refuses
         ├── RefusedError            would change what other sessions see (ATTACH, DETACH...)
         ├── ReadOnlyError           a write on a --read-only server
@@ -45,6 +46,7 @@ __all__ = [
     "QueryCancelledError",
     "ReadOnlyError",
     "RefusedError",
+    "ResultClosedError",
     "SchedulerError",
     "SemError",
     "SidecarError",
@@ -124,6 +126,10 @@ class QueryCancelledError(SemError):
 
 class BudgetExceededError(SemError):
     sqlstate = "54000"  # program_limit_exceeded
+
+
+class ResultClosedError(SemError):
+    sqlstate = "24000"  # invalid_cursor_state
 
 
 class WireError(SemError):

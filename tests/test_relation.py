@@ -9,7 +9,7 @@ import pytest
 import duckdb_sem
 from duckdb_sem.backends.rules import RuleBackend
 from duckdb_sem.errors import BindError, UnknownColumnError
-from duckdb_sem.relation import SemRelation
+from duckdb_sem.session.relation import SemRelation
 
 
 def test_chain_is_one_planned_query(con: duckdb_sem.SemConnection, rules: RuleBackend) -> None:

@@ -19,9 +19,9 @@ from typing import Any
 
 from rich.console import Console
 
-from duckdb_sem.connection import SemConnection
 from duckdb_sem.errors import QueryCancelledError
 from duckdb_sem.optimizer.cost import DEFAULTS
+from duckdb_sem.session.connection import SemConnection
 
 __all__ = ["PlanShare", "progress_line", "run_with_progress"]
 

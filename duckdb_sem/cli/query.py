@@ -24,8 +24,8 @@ from duckdb_sem.cli.common import connection_options, env_epilog
 from duckdb_sem.cli.formats import FORMATS, render_table, write_result
 from duckdb_sem.cli.progress import run_with_progress
 from duckdb_sem.cli.statements import reads_rows, split_statements
-from duckdb_sem.connection import SemConnection
 from duckdb_sem.errors import SemError
+from duckdb_sem.session.connection import SemConnection
 
 __all__ = ["query", "render_table"]
 

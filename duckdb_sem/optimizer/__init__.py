@@ -8,7 +8,7 @@ Entry points used by the connection:
 - ``plan_query(con, sql)`` -> the chosen :class:`LogicalPlan` (``PlanError`` for shapes it
   does not plan: run those on the UDF path);
 - ``explain_choice(choice, model)`` -> the EXPLAIN text of a ranked choice
-  (``duckdb_sem.explain`` prepares the statement as a run does and calls it).
+  (``duckdb_sem.session.explain`` prepares the statement as a run does and calls it).
 """
 
 from __future__ import annotations

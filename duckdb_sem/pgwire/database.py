@@ -29,7 +29,6 @@ from typing import Any
 import duckdb
 
 from duckdb_sem.config import Settings, parse_cache
-from duckdb_sem.connection import SemConnection
 from duckdb_sem.errors import ConfigError, SemError
 from duckdb_sem.pgwire.catalog import COMPAT_MACROS, install_compat
 from duckdb_sem.pgwire.policy import Policy
@@ -38,6 +37,7 @@ from duckdb_sem.runtime.embeddings import Embeddings
 from duckdb_sem.runtime.operators import SemEngine
 from duckdb_sem.scheduler.models import Models
 from duckdb_sem.scheduler.shared import scheduler_for
+from duckdb_sem.session.connection import SemConnection
 from duckdb_sem.surface.aliases import ALIASES
 from duckdb_sem.surface.udfs import SemSession
 

@@ -22,7 +22,6 @@ from typing import Any
 import duckdb
 import pyarrow as pa
 
-from duckdb_sem.connection import SemConnection
 from duckdb_sem.errors import PlanError, RefusedError, SemError
 from duckdb_sem.pgwire import commands as cmd
 from duckdb_sem.pgwire import messages as m
@@ -35,6 +34,7 @@ from duckdb_sem.pgwire.portals import Portal, Statement
 from duckdb_sem.pgwire.results import Result
 from duckdb_sem.pgwire.settings import run_setting
 from duckdb_sem.pgwire.transaction import Transaction, Write
+from duckdb_sem.session.connection import SemConnection
 from duckdb_sem.surface.model_statements import ModelStatement, parse_model_statement
 
 __all__ = ["TRANSACTION_COMMANDS", "Runner"]

@@ -18,7 +18,6 @@ from typing import Any, BinaryIO
 
 import duckdb
 
-from duckdb_sem.connection import SemConnection
 from duckdb_sem.errors import QueryCancelledError, SemError
 from duckdb_sem.pgwire import commands as cmd
 from duckdb_sem.pgwire import messages as m
@@ -30,6 +29,7 @@ from duckdb_sem.pgwire.results import Result
 from duckdb_sem.pgwire.runner import TRANSACTION_COMMANDS, Runner
 from duckdb_sem.pgwire.sqlstate import describe_error
 from duckdb_sem.pgwire.types import OID, decode_param
+from duckdb_sem.session.connection import SemConnection
 
 __all__ = ["Session"]
 

@@ -15,7 +15,6 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-import duckdb
 import pyarrow as pa
 from sqlglot import exp
 
@@ -29,12 +28,11 @@ from duckdb_sem.optimizer import optimize
 from duckdb_sem.optimizer.choose import Choice, plan_key
 from duckdb_sem.optimizer.cost import Statistics
 from duckdb_sem.plan.build import build_plan
-from duckdb_sem.plan.nodes import Node, Scan, SemFilter, SemJoin
+from duckdb_sem.plan.nodes import Node, SemFilter, SemJoin
 from duckdb_sem.runtime.approximation import approximation_of
 from duckdb_sem.runtime.blocking import block_sem_joins
 from duckdb_sem.runtime.cascade import cascade_sem_operators
 from duckdb_sem.runtime.cascade_helpers import choose_helper
-from duckdb_sem.runtime.cursors import session_cursor
 from duckdb_sem.runtime.estimator_work import scheduled_samples
 from duckdb_sem.runtime.execute_plan import Actual, Evaluator, Path
 from duckdb_sem.runtime.progress import QueryProgress, RuntimeOptions
@@ -239,36 +237,22 @@ def run_query(
 ) -> pa.RecordBatchReader:
     """Run a semantic SELECT; the result streams as Arrow batches, SEU by SEU.
 
-    The SEU loop works on its own cursor of the database so that DuckDB can read the result
-    lazily from the main connection; when the query reads a table that cursor cannot see (a
-    TEMP table), it runs on the main connection and the result is materialized.
+    Everything runs on ``con``, the session's own connection (its transaction, TEMP tables
+    and settings): the driving scan is read a window at a time between SEUs
+    (:mod:`.windows`), so the reader must be read from Python, never by a DuckDB scan on the
+    same connection. The first SEU runs now (the result's schema); the rest as it is read.
     """
     options = options or options_from_settings(getattr(con, "settings", None))
     raw = getattr(con, "duckdb", con)
     prepared = prepare(raw, sql, engine, options, query=query, written=written)
-    cursor = session_cursor(raw)
-    work: duckdb.DuckDBPyConnection | None = cursor
-    try:
-        for node in prepared.written.walk():
-            if isinstance(node, Scan):
-                cursor.sql(f"SELECT * FROM {node.table} LIMIT 0")
-    except duckdb.Error:
-        cursor.close()
-        work = None
-    run = start(work if work is not None else raw, prepared, engine, query, options)
+    run = start(raw, prepared, engine, query, options)
     if query is not None:
         query.run = run
     batches = run.batches()
-    if work is None:
-        table = pa.Table.from_batches(list(batches))
-        return pa.RecordBatchReader.from_batches(table.schema, table.to_batches())
     first = next(batches)
 
     def rest() -> Iterator[pa.RecordBatch]:
-        try:
-            yield first
-            yield from batches
-        finally:
-            work.close()
+        yield first
+        yield from batches
 
     return pa.RecordBatchReader.from_batches(first.schema, rest())

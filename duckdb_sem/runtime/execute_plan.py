@@ -240,10 +240,11 @@ class _Run:
                 schema = schema.append(pa.field(op.output, _map_type(op.call)))
 
         def batches() -> Iterator[pa.RecordBatch]:
-            for batch in reader:
-                for op, op_path in chain:
-                    batch = self._apply(op, op_path, batch)
-                yield batch
+            with _closing(reader):  # a failed call must not leave DuckDB an open result
+                for batch in reader:
+                    for op, op_path in chain:
+                        batch = self._apply(op, op_path, batch)
+                    yield batch
 
         return self._materialize(batches(), schema)
 
@@ -277,8 +278,9 @@ class _Run:
             reader = self.con.sql(pairs).to_arrow_reader(self.batch_size)
 
         def batches() -> Iterator[pa.RecordBatch]:
-            for batch in reader:
-                yield self._join_batch(node, path, batch)
+            with _closing(reader):
+                for batch in reader:
+                    yield self._join_batch(node, path, batch)
 
         return self._materialize(batches(), reader.schema)
 
@@ -311,6 +313,15 @@ class _Run:
         actual = self.actuals.setdefault(path, Actual())
         for key, value in deltas.items():
             setattr(actual, key, getattr(actual, key) + value)
+
+
+@contextlib.contextmanager
+def _closing(reader: Any) -> Iterator[None]:
+    """Close ``reader`` (a DuckDB result stream) however its reading ends."""
+    try:
+        yield
+    finally:
+        reader.close()
 
 
 def _args(batch: pa.RecordBatch, call: SemCall) -> list[pa.Array]:

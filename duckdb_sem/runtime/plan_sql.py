@@ -40,11 +40,15 @@ def sink_select(source: str, parts: dict[type, Node]) -> str:
     return sql
 
 
-def scan_sql(node: Scan) -> str:
-    """The scan's columns as attributes, with its pushed-down predicates."""
+def scan_sql(node: Scan, *, rowids: tuple[int, int] | None = None) -> str:
+    """The scan's columns as attributes, with its pushed-down predicates; ``rowids``: only
+    the table's rows with ``lo <= rowid < hi`` (a window of the driving scan)."""
     cols = ", ".join(f"{quote(node.alias)}.{quote(c)} AS {quote(node.alias + '.' + c)}"
                      for c in node.columns)  # fmt: skip
     sql = f"SELECT {cols} FROM {node.table} AS {quote(node.alias)}"
+    if rowids is not None:
+        rowid = f"{quote(node.alias)}.rowid"
+        sql += f" WHERE {rowid} >= {int(rowids[0])} AND {rowid} < {int(rowids[1])}"
     if node.filters:
         sql = f"SELECT * FROM ({sql}) WHERE " + " AND ".join(f.sql for f in node.filters)
     return sql

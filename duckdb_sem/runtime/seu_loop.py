@@ -31,7 +31,6 @@ import time
 from collections.abc import Iterator
 from typing import Any
 
-import duckdb
 import pyarrow as pa
 
 from duckdb_sem.estimator.accuracy import AccuracyReport, BatchRecord
@@ -50,7 +49,6 @@ from duckdb_sem.runtime.batching import (
     streamable,
     streamed_projection,
 )
-from duckdb_sem.runtime.cursors import session_cursor
 from duckdb_sem.runtime.early_stop import StopRule, next_rows, region_rate, stop_rule
 from duckdb_sem.runtime.execute_plan import Actual, Evaluator, Path, split_sink
 from duckdb_sem.runtime.hindsight import hindsight_top2, observed_cost, with_profile_seconds
@@ -58,6 +56,7 @@ from duckdb_sem.runtime.observe import ObservingEvaluator
 from duckdb_sem.runtime.plan_sql import scan_sql
 from duckdb_sem.runtime.progress import QueryProgress, RuntimeOptions
 from duckdb_sem.runtime.seu_views import run_region, run_sink
+from duckdb_sem.runtime.windows import driving_reader
 
 __all__ = ["QueryRun"]
 
@@ -150,21 +149,16 @@ class QueryRun:
         (:mod:`.early_stop`): SEUs are then sized to fill it, not by time.
         """
         scan = self.driving
-        source = scan_sql(scan)
         stop = stop_rule(self._sinks[0], scan)
-        if stop is not None and stop.order:
-            source = f"SELECT * FROM ({source}) ORDER BY {', '.join(stop.order)}"
         ((total,),) = self.con.sql(f"SELECT count(*) FROM ({scan_sql(scan)})").fetchall()
         self.rows_total = int(total)
-        reader_con = session_cursor(self.con)  # the batch work below needs the main one free
-        try:
-            reader = reader_con.sql(source).to_arrow_reader(self.options.min_batch_rows)
-        except duckdb.Error:  # a TEMP table, which only the main connection sees
-            reader = self.con.sql(source).to_arrow_table().to_reader(self.options.min_batch_rows)
+        # on the session's own connection, a window at a time (the batch work below runs
+        # queries on it between windows): the statement's transaction, TEMP tables, settings
+        reader = driving_reader(self.con, scan, order=stop.order if stop is not None else (),
+                                first=self.options.batch_rows)  # fmt: skip
         try:
             yield from self._loop(reader, stop)
         finally:
-            reader_con.close()
             self._remaining = 0.0
             if self.query is not None:
                 self.query.remaining_cost = None

@@ -3,7 +3,7 @@
 DuckDB's Python client cannot register table functions, so the rewriter finds them in FROM and
 JOIN clauses (sqlglot parses them as table-valued ``Anonymous`` calls, also inside CTEs and
 subqueries), validates their arguments before any LLM call, and replaces each by the name of a
-registered Arrow stream that ``open_call`` provides (see ``duckdb_sem.sources``).
+registered Arrow stream that ``open_call`` provides (see ``duckdb_sem.session.sources``).
 
 =====================================================  ==========================================
 function                                               rows

@@ -14,7 +14,7 @@ import pytest
 
 import duckdb_sem
 from duckdb_sem.backends.rules import RuleBackend
-from duckdb_sem.relation import with_limit
+from duckdb_sem.session.relation import with_limit
 
 ROWS = 20_000
 FILTER = "sem_filter('Is this interesting? {txt}')"

@@ -48,7 +48,7 @@ from duckdb_sem.surface.table_functions import (
 )
 
 if TYPE_CHECKING:
-    from duckdb_sem.connection import SemConnection
+    from duckdb_sem.session.connection import SemConnection
 
 __all__ = ["SourceRegistry", "Statement", "caller_frame", "is_arrow_like"]
 

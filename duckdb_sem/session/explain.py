@@ -42,7 +42,7 @@ from duckdb_sem.runtime.plan_sql import scan_sql
 from duckdb_sem.runtime.progress import RuntimeOptions
 
 if TYPE_CHECKING:
-    from duckdb_sem.connection import SemConnection
+    from duckdb_sem.session.connection import SemConnection
 
 __all__ = ["estimate_lines", "explain_semantic", "models_line", "statistics_line"]
 

@@ -22,13 +22,10 @@ from dataclasses import dataclass
 from typing import Any
 
 import duckdb
-import pyarrow as pa
 
 from duckdb_sem.config import Settings
 from duckdb_sem.errors import ConfigError, PlanError, QueryCancelledError, SemError
-from duckdb_sem.explain import explain_semantic
 from duckdb_sem.llm.call_options import models_named
-from duckdb_sem.relation import SemRelation
 from duckdb_sem.runtime.approximation import SETTINGS as APPROXIMATION_SETTINGS
 from duckdb_sem.runtime.approximation import Approximation, approximation_of
 from duckdb_sem.runtime.budget import SETTINGS as BUDGET_SETTINGS
@@ -41,7 +38,11 @@ from duckdb_sem.runtime.operators import SemEngine
 from duckdb_sem.runtime.progress import QueryProgress, RuntimeOptions
 from duckdb_sem.scheduler.models import DEFAULT_MODEL, Models
 from duckdb_sem.scheduler.shared import scheduler_for
-from duckdb_sem.sources import SourceRegistry, Statement
+from duckdb_sem.session.explain import explain_semantic
+from duckdb_sem.session.relation import SemRelation
+from duckdb_sem.session.result import PlannedStream
+from duckdb_sem.session.sources import SourceRegistry, Statement
+from duckdb_sem.session.transaction import StatementTransaction
 from duckdb_sem.surface.aliases import normalize_aliases
 from duckdb_sem.surface.bind import bind_sql, has_semantic_call
 from duckdb_sem.surface.model_statements import ModelStatement, parse_model_statement
@@ -111,7 +112,11 @@ class SemConnection:
         self.on_progress: Callable[[Progress], None] | None = None
         #: how planned queries run: the adaptive SEU loop, or a baseline (None: from settings)
         self.runtime: RuntimeOptions | None = None
-        self._result_view: str | None = None
+        #: the planned result ``execute`` left for fetch*, and the last planned stream opened
+        #: (by ``execute`` or a relation's fetch); both closed when the next statement starts
+        self._pending: PlannedStream | None = None
+        self._open: PlannedStream | None = None
+        self._raw_pending = False  # an ``execute`` on the UDF path left DuckDB a result
         #: limits of each query's backend work (``runtime.budget``); ``SET duckdb_sem.*`` too
         self.budget = Budget(settings.max_llm_calls, settings.max_prompt_tokens)
         #: lossy plans allowed, and their targets (``runtime.approximation``); ``SET`` too
@@ -128,6 +133,7 @@ class SemConnection:
         """Like ``DuckDBPyConnection.sql``: a lazy relation; LLM work happens when fetched.
         ``tree``: the sqlglot AST of ``query`` when the caller parsed it already (the wire
         server's Postgres pushdown), so the statement is not parsed again."""
+        self.discard_results()
         written = query
         query = normalize_aliases(query)
         explained = self._maybe_explain(query)
@@ -150,6 +156,7 @@ class SemConnection:
         return SemRelation(rel, self, keep=statement)
 
     def execute(self, query: str, parameters: Sequence[Any] | None = None) -> SemConnection:
+        self.discard_results()
         query = normalize_aliases(query)
         explained = self._maybe_explain(query)
         if explained is not None:
@@ -165,20 +172,27 @@ class SemConnection:
             return self
         route = self._route(self._sources.open(_numbered(query, parameters), pin=True), parameters)
         if route.planned is not None:
-            self._show(self._stream_planned(route.planned))
+            self._pending = self.stream_planned(route.planned)
             return self
         self._translating(self._con.execute)(route.sql, parameters)
+        self._raw_pending = True
         return self
 
     def fetchall(self) -> list[tuple[Any, ...]]:
+        if self._pending is not None:
+            return self._translating(self._pending.fetchall)()  # type: ignore[no-any-return]
         rows: list[tuple[Any, ...]] = self._translating(self._con.fetchall)()
         return rows
 
     def fetchone(self) -> tuple[Any, ...] | None:
+        if self._pending is not None:
+            return self._translating(self._pending.fetchone)()  # type: ignore[no-any-return]
         row: tuple[Any, ...] | None = self._translating(self._con.fetchone)()
         return row
 
     def fetchmany(self, size: int = 1) -> list[tuple[Any, ...]]:
+        if self._pending is not None:
+            return self._translating(self._pending.fetchmany)(size)  # type: ignore[no-any-return]
         rows: list[tuple[Any, ...]] = self._translating(self._con.fetchmany)(size)
         return rows
 
@@ -188,6 +202,8 @@ class SemConnection:
         DuckDB 2 warns that Arrow from a DB-API result copies the rows; that copy is what this
         DB-API-style call means, so the warning is silenced here. ``con.sql(q).arrow()`` avoids it.
         """
+        if self._pending is not None:
+            return self._translating(self._pending.arrow)()
         with warnings.catch_warnings():
             warnings.filterwarnings("ignore", message="Arrow output on a DB-API result")
             return self._translating(self._con.to_arrow_table)()
@@ -196,11 +212,16 @@ class SemConnection:
         return self.arrow()
 
     def to_arrow_reader(self, batch_size: int = 1_000_000) -> Any:
+        if self._pending is not None:
+            return self._pending.reader
         with warnings.catch_warnings():
             warnings.filterwarnings("ignore", message="Arrow output on a DB-API result")
             return self._translating(self._con.to_arrow_reader)(batch_size)
 
     def df(self) -> Any:
+        if self._pending is not None:
+            table = self.arrow()
+            return self._con.from_arrow(table).df()  # DuckDB's own conversion
         return self._translating(self._con.df)()
 
     fetchdf = df
@@ -217,6 +238,8 @@ class SemConnection:
 
     @property
     def description(self) -> Any:
+        if self._pending is not None:
+            return self._pending.description
         return self._con.description
 
     @property
@@ -353,7 +376,7 @@ class SemConnection:
         return run.progress()  # type: ignore[attr-defined]
 
     def explain_semantic(self, query: str, *, analyze: bool = False, verbose: bool = False) -> str:
-        """``EXPLAIN [ANALYZE] SEMANTIC query`` as text (see :mod:`duckdb_sem.explain`)."""
+        """``EXPLAIN [ANALYZE] SEMANTIC query`` as text (see :mod:`duckdb_sem.session.explain`)."""
         return explain_semantic(self, normalize_aliases(query), analyze=analyze, verbose=verbose)
 
     def interrupt(self) -> None:
@@ -363,6 +386,7 @@ class SemConnection:
         self._con.interrupt()
 
     def close(self) -> None:
+        self.discard_results()
         self._sources.close()  # input cursors of table functions never read
         self.session.uninstall()
         self._con.close()
@@ -434,17 +458,35 @@ class SemConnection:
         while len(self._plans) > 32:
             self._plans.popitem(last=False)
 
-    def _stream_planned(self, sql: str) -> Any:
-        """Run a planned query: a new query context, its rows as an Arrow stream, SEU by SEU."""
+    def stream_planned(self, sql: str) -> PlannedStream:
+        """Run the planned statement ``sql`` in this session: the result stream of a new
+        query, inside the statement's transaction, SEU by SEU as it is read. A result of
+        this connection not read to its end is discarded first, as DuckDB does."""
+        self.discard_results()
         names = self._duckdb_names(sql)
         query = self.session.new_query(on_progress=self.on_progress, budget=self.budget)
-        reader = run_query(self, sql, self.session.engine, query, options=self.runtime_options(),
-                           written=self._plans.get(sql))  # fmt: skip
-        if names is None or len(names) != len(reader.schema) or names == reader.schema.names:
-            return reader
-        schema = pa.schema([f.with_name(n) for f, n in zip(reader.schema, names, strict=True)])
-        renamed = (b.rename_columns(names) for b in reader)
-        return pa.RecordBatchReader.from_batches(schema, renamed)
+        transaction = StatementTransaction(self._con)
+        try:
+            reader = run_query(self, sql, self.session.engine, query,
+                               options=self.runtime_options(),
+                               written=self._plans.get(sql))  # fmt: skip
+        except BaseException as err:
+            transaction.fail(err)
+            raise
+        self._open = PlannedStream(reader, transaction, names=names, con=self._con)
+        return self._open
+
+    def discard_results(self) -> None:
+        """Close what this connection's last statement left unread: a planned result stream
+        (its transaction ends; no more LLM work is done for it) or DuckDB's pending result."""
+        for stream in (self._pending, self._open):
+            if stream is not None:
+                stream.close()
+        self._pending = self._open = None
+        if self._raw_pending:
+            self._raw_pending = False
+            with contextlib.suppress(duckdb.Error):  # nothing left to abort
+                self._con.abort()  # DuckDB's own: cancel the rest of execute()'s result
 
     def _duckdb_names(self, sql: str) -> list[str] | None:
         """The column names DuckDB gives ``sql`` (``count_star()``, ``(id + 1)``,
@@ -455,14 +497,6 @@ class SemConnection:
         except duckdb.Error:
             return None
         return names
-
-    def _show(self, table: Any) -> None:
-        """Make ``table`` the pending result, so fetch*/description/arrow work as after execute."""
-        if self._result_view is not None:
-            self._con.unregister(self._result_view)
-        self._result_view = f"__sem_result_{id(table):x}"
-        self._con.register(self._result_view, table)
-        self._con.execute(f"SELECT * FROM {self._result_view}")
 
     def runtime_options(self) -> RuntimeOptions:
         """How this connection's planned queries run: its runtime, with its approximation."""

@@ -28,10 +28,11 @@ from sqlglot import exp
 from duckdb_sem.errors import BindError, UnknownColumnError
 from duckdb_sem.llm.call_options import CallOptions
 from duckdb_sem.llm.prompts import check_labels
-from duckdb_sem.relation_chain import Chain, ChainSource, quote_name
+from duckdb_sem.session.chain import Chain, ChainSource, quote_name
+from duckdb_sem.session.result import PlannedStream
 
 if TYPE_CHECKING:
-    from duckdb_sem.connection import SemConnection
+    from duckdb_sem.session.connection import SemConnection
 
 __all__ = ["SemRelation", "with_limit"]
 
@@ -61,7 +62,7 @@ class SemRelation:
         self._planned = planned
         self._keep = keep  # registrations this relation reads; dropped with it
         self._result: SemRelation | None = None  # what the chain or closed SQL became
-        self._cursor: _Cursor | None = None  # fetchone/fetchmany over a planned query
+        self._cursor: _Cursor | PlannedStream | None = None  # fetchone/fetchmany in progress
 
     # -- construction ------------------------------------------------------------------------
     @classmethod
@@ -259,7 +260,7 @@ class SemRelation:
             return target.relation
         if self._rel is None:
             assert self._planned is not None
-            table = self._owner._stream_planned(self._planned).read_all()
+            table = self._owner.stream_planned(self._planned).arrow()
             self._rel = self._owner.duckdb.from_arrow(table)
         return self._rel
 
@@ -276,7 +277,7 @@ class SemRelation:
         """The rows as an Arrow stream; a planned query runs SEU by SEU as it is read."""
         target = self._target()
         if target._rel is None and target._planned is not None:
-            return target._owner._stream_planned(target._planned)
+            return target._owner.stream_planned(target._planned).reader
         reader: pa.RecordBatchReader = self._owner._translating(target.relation.to_arrow_reader)(
             batch_size
         )
@@ -294,18 +295,22 @@ class SemRelation:
         """The next ``size`` rows (see :meth:`fetchone`)."""
         target = self._target()
         if target._cursor is None:
-            target._cursor = _Cursor(target.to_arrow_reader(2048))
-        return self._owner._translating(target._cursor.take)(size)  # type: ignore[no-any-return]
+            if target._rel is None and target._planned is not None:
+                target._cursor = target._owner.stream_planned(target._planned)
+            else:
+                target._cursor = _Cursor(target.to_arrow_reader(2048))
+        return self._owner._translating(target._cursor.fetchmany)(size)  # type: ignore[no-any-return]
 
     def fetchall(self) -> list[tuple[Any, ...]]:
         """Every row (after those ``fetchone``/``fetchmany`` returned, if they started)."""
         target = self._target()
         if target._cursor is not None:
-            rows: list[tuple[Any, ...]] = self._owner._translating(target._cursor.take)(None)
+            rows: list[tuple[Any, ...]] = self._owner._translating(target._cursor.fetchmany)(None)
             target._cursor = None
             return rows
         if target._rel is None and target._planned is not None:
-            return _Cursor(target._owner._stream_planned(target._planned)).take(None)
+            stream = target._owner.stream_planned(target._planned)
+            return self._owner._translating(stream.fetchall)()  # type: ignore[no-any-return]
         out: list[tuple[Any, ...]] = self._owner._translating(target.relation.fetchall)()
         return out
 
@@ -332,9 +337,9 @@ class SemRelation:
 
     def _schema(self) -> pa.Schema:
         """The result's schema; a planned query is run with LIMIT 0 (no LLM call)."""
-        reader = self._owner._stream_planned(with_limit(self.sql_query(), 0, 0))
-        schema: pa.Schema = reader.schema
-        reader.close()
+        stream = self._owner.stream_planned(with_limit(self.sql_query(), 0, 0))
+        schema: pa.Schema = stream.schema
+        stream.close()
         return schema
 
     def filter(self, condition: str) -> SemRelation:
@@ -389,7 +394,7 @@ class _Cursor:
         self._reader = reader
         self._rows: list[tuple[Any, ...]] = []
 
-    def take(self, n: int | None) -> list[tuple[Any, ...]]:
+    def fetchmany(self, n: int | None) -> list[tuple[Any, ...]]:
         while n is None or len(self._rows) < n:
             try:
                 batch = self._reader.read_next_batch()

@@ -1,0 +1,121 @@
+"""The rows of a planned statement, read from Python, inside the statement's transaction.
+
+The SEU loop runs its queries on the session's own connection between batches, so its rows
+cannot be handed to DuckDB to scan on that same connection (a DuckDB scan may not call back
+into the connection that runs it). A :class:`PlannedStream` is the statement's result
+instead: an Arrow stream that runs an SEU whenever it needs rows, and ends the statement's
+transaction (:mod:`.transaction`) when its last row is read, when it fails, or when it is
+discarded: the next statement on the connection closes it first, as DuckDB discards a
+result that was not read to the end.
+
+Rows are turned into Python values by DuckDB itself (``from_arrow(batch).fetchall()``), so a
+planned result has exactly the values and types DuckDB would give the same rows.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import pyarrow as pa
+
+from duckdb_sem.errors import ResultClosedError
+from duckdb_sem.session.transaction import StatementTransaction
+
+__all__ = ["PlannedStream"]
+
+
+class PlannedStream:
+    """One planned statement's result stream; see the module docstring."""
+
+    def __init__(
+        self,
+        reader: pa.RecordBatchReader,
+        transaction: StatementTransaction,
+        *,
+        names: list[str] | None = None,
+        con: Any,
+    ) -> None:
+        schema = reader.schema
+        if names is not None and len(names) == len(schema) and names != schema.names:
+            schema = pa.schema([f.with_name(n) for f, n in zip(schema, names, strict=True)])
+        self.schema = schema
+        self._transaction = transaction
+        self._con = con  # the session's DuckDB connection: values are converted by DuckDB
+        self._closed = False
+        self._source = reader
+        self._batches = self._guarded(reader)
+        self._held = schema.empty_table()  # rows read from the stream, not yet returned
+        self.reader = pa.RecordBatchReader.from_batches(schema, self._batches)
+
+    @property
+    def description(self) -> Any:
+        """DB-API column descriptions, as DuckDB gives them for these columns."""
+        return self._con.from_arrow(self.schema.empty_table()).description
+
+    def _guarded(self, reader: pa.RecordBatchReader) -> Iterator[pa.RecordBatch]:
+        try:
+            while True:
+                if self._closed:
+                    raise ResultClosedError(
+                        "this result was closed when its connection ran another statement "
+                        "(as DuckDB discards a result not read to the end); fetch it before "
+                        "the next statement, or open a cursor() for each"
+                    )
+                try:
+                    batch = reader.read_next_batch()
+                except StopIteration:
+                    break
+                if batch.schema.names != self.schema.names:
+                    batch = batch.rename_columns(self.schema.names)
+                yield batch
+        except BaseException as err:
+            if not isinstance(err, GeneratorExit | ResultClosedError):
+                self._transaction.fail(err)
+            raise
+        self._transaction.commit()
+
+    def close(self) -> None:
+        """Discard what is not read yet: no more LLM work is done for it, and the
+        statement's transaction ends (it only read; a write statement has written already)."""
+        if self._closed:
+            return
+        self._closed = True
+        self._source.close()
+        self._transaction.commit()
+
+    # -- DB-API style ------------------------------------------------------------------------
+    def _pull(self, size: int | None) -> pa.Table:
+        """The next ``size`` rows (all left with None) as Arrow; SEUs run as needed."""
+        while size is None or self._held.num_rows < size:
+            try:
+                batch = self.reader.read_next_batch()
+            except StopIteration:
+                break
+            if batch.num_rows:
+                more = pa.Table.from_batches([batch])
+                self._held = pa.concat_tables([self._held, more]) if self._held.num_rows else more
+        if size is None:
+            out, self._held = self._held, self.schema.empty_table()
+        else:
+            out, self._held = self._held.slice(0, size), self._held.slice(size)
+        return out
+
+    def fetchmany(self, size: int | None) -> list[tuple[Any, ...]]:
+        """The next ``size`` rows (every row left with None)."""
+        table = self._pull(size)
+        if not table.num_rows:
+            return []
+        rows: list[tuple[Any, ...]] = self._con.from_arrow(table).fetchall()
+        return rows
+
+    def fetchone(self) -> tuple[Any, ...] | None:
+        rows = self.fetchmany(1)
+        return rows[0] if rows else None
+
+    def fetchall(self) -> list[tuple[Any, ...]]:
+        return self.fetchmany(None)
+
+    def arrow(self) -> pa.Table:
+        """The rows not read yet, as one Arrow table."""
+        return self._pull(None)
