@@ -12,8 +12,8 @@ import duckdb_sem
 from duckdb_sem.backends.rules import RuleBackend
 from duckdb_sem.cli.query import query as query_command
 from duckdb_sem.errors import PlanError
-from duckdb_sem.session.explain import explain_semantic
 from duckdb_sem.optimizer import plan_query
+from duckdb_sem.session.explain import explain_semantic
 
 QUERY = (
     "SELECT r.id, sem_map('{r.text} gist') AS gist FROM reviews r JOIN movies m "
