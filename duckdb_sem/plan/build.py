@@ -25,7 +25,9 @@ Example:
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Sequence
+from typing import TypeVar
 
 import sqlglot
 from sqlglot import exp
@@ -41,6 +43,7 @@ from duckdb_sem.plan.sink import build_sink
 __all__ = ["SEMANTIC", "build_plan", "is_semantic"]
 
 ColumnsOf = Callable[[str], Sequence[str]]
+_E = TypeVar("_E", bound=exp.Expr)
 
 
 def build_plan(sql: str | exp.Expr, columns_of: ColumnsOf) -> n.Node:
@@ -58,7 +61,8 @@ def build_plan(sql: str | exp.Expr, columns_of: ColumnsOf) -> n.Node:
     for key in ("windows", "qualify", "pivots", "laterals", "prewhere", "sample"):
         if tree.args.get(key):
             raise PlanError(f"{key.upper()} is planned by DuckDB alone (UDF path)")
-    return _Builder(tree, columns_of).build()
+    # semantic calls inside ORDER BY, GROUP BY and HAVING become map attributes: work on a copy
+    return _Builder(tree.copy(), columns_of).build()
 
 
 class _Names:
@@ -109,17 +113,21 @@ class _Builder:
             if isinstance(ref, exp.Subquery):
                 if alias is not None:
                     raise nested_subquery_error(alias)
-                sources.append(self._derived(ref, columns_of))
-                continue
-            if not isinstance(ref, exp.Table) or not isinstance(ref.this, exp.Identifier):
-                raise PlanError("only tables, views and simple subqueries are planned as sources")
-            name = exp.table_(ref.name, db=ref.db or None, catalog=ref.catalog or None)
-            table = name.sql(dialect="duckdb")
+                try:
+                    sources.append(self._derived(ref, columns_of))
+                    continue
+                except PlanError:
+                    if not ref.alias or _has_semantic(ref):
+                        raise
+                # a relational subquery of another shape: a source DuckDB computes, as a view
+                table, name = _relational_source(ref), ref.alias
+            else:
+                table, name = _table_source(ref)
             columns = tuple(columns_of(table))
             if alias is None:
-                sources.append(Source(table, ref.alias_or_name, columns))
+                sources.append(Source(table, name, columns))
             else:  # the table of a derived table: its attributes carry the outer alias
-                sources.append(Source(table, alias, columns, qualifier=ref.alias_or_name))
+                sources.append(Source(table, alias, columns, qualifier=name))
         aliases = [s.alias.lower() for s in sources]
         if len(set(aliases)) != len(aliases):
             raise BindError("two sources share a name; give each an alias")
@@ -143,7 +151,41 @@ class _Builder:
     # -- the plan ----------------------------------------------------------------------------
     def build(self) -> n.Node:
         items = self._select_items()
+        self._lift_clauses()
         return build_sink(self._region(), items, self.tree, self.scope)
+
+    def _lift_clauses(self) -> None:
+        """Semantic calls in ORDER BY, GROUP BY and HAVING become map attributes (in place:
+        the builder works on a copy of the statement's tree)."""
+        for key in ("order", "group", "having"):
+            clause = self.tree.args.get(key)
+            if clause is not None:
+                self._lift(clause)
+
+    def _lift(self, expr: _E) -> _E | exp.Column:
+        """``expr`` with each semantic call inside it (``sem_map``, ``sem_classify``, and a
+        ``sem_filter``/``sem_join`` used as a value) replaced by a column of a new map
+        attribute: ``sem_classify(l) = sem_classify(r)`` reads two maps' outputs."""
+        calls = [c for c in expr.walk() if is_semantic(c) and c.name.lower() in LIFTED]
+        for call in calls:
+            attr = self._new_attr(None)
+            self.maps.append((attr, call.copy()))
+            column = exp.column(attr)
+            if call is expr:
+                return column
+            call.replace(column)
+        return expr
+
+    def _new_attr(self, name: str | None) -> str:
+        """A new map attribute, named ``name`` when that is free, else ``__sem_map_N``."""
+        self.names.count += 1
+        attr = name or f"__sem_map_{self.names.count}"
+        taken = {c.lower() for s in self.scope.sources for c, _ in s.visible}
+        if attr.lower() in self.names.used or attr.lower() in taken or "." in attr:
+            attr = f"__sem_map_{self.names.count}"
+        self.names.used.add(attr.lower())
+        self.scope.maps[attr.lower()] = attr
+        return attr
 
     def _region(self, pushed: Sequence[n.Predicate] = ()) -> n.Node:
         """The row-wise part, as written; ``pushed``: outer predicates for a derived scan."""
@@ -162,8 +204,11 @@ class _Builder:
                     raise PlanError(f"{c.name} cannot be a WHERE predicate")
                 sem_preds.append(sem_call(c, self.scope))
                 continue
-            if any(is_semantic(x) for x in c.walk()):
-                raise PlanError("a semantic call inside a WHERE expression is not planned")
+            if _has_semantic(c):  # inside an expression: its calls become map outputs
+                if any(is_semantic(x) and x.name.lower() == "sem_agg" for x in c.walk()):
+                    raise PlanError("sem_agg cannot be part of a WHERE or ON predicate")
+                c = self._lift(c.copy())
+                map_attrs = set(self.scope.maps.values())
             tree, reads = self.scope.rewrite(c, where="WHERE")
             pred = n.Predicate(tree, reads)
             owners = {s.alias for s in self.scope.sources if reads & s.attrs}
@@ -250,21 +295,52 @@ class _Builder:
             out.append((expr.copy(), name))
             self.scope.select_aliases.add(name.lower())
         for i, (expr, name) in enumerate(out):
-            calls = [c for c in expr.walk() if is_semantic(c) and c.name.lower() in MAPS]
-            for call in calls:
-                self.names.count += 1
-                attr = name if call is expr else f"__sem_map_{self.names.count}"
-                taken = {c.lower() for s in self.scope.sources for c, _ in s.visible}
-                if attr.lower() in self.names.used or attr.lower() in taken or "." in attr:
-                    attr = f"__sem_map_{self.names.count}"
-                self.names.used.add(attr.lower())
-                self.scope.maps[attr.lower()] = attr
-                self.maps.append((attr, call.copy()))
-                if call is expr:
-                    out[i] = (exp.column(attr), name)
-                else:
-                    call.replace(exp.column(attr))
+            if is_semantic(expr) and expr.name.lower() in LIFTED:  # the whole item: its name
+                attr = self._new_attr(name)
+                self.maps.append((attr, expr.copy()))
+                out[i] = (exp.column(attr), name)
+            elif not (is_semantic(expr) and expr.name.lower() == "sem_agg"):
+                out[i] = (self._lift(expr), name)
         return out
+
+
+#: the semantic calls that become a map attribute when they are part of an expression
+LIFTED = (*MAPS, "sem_filter", "sem_join")
+
+#: file suffixes DuckDB scans by name (``FROM 'reviews.csv'``), aliased by the file's stem
+_FILE = re.compile(r"\.(csv|tsv|txt|parquet|json|jsonl|ndjson)(\.gz|\.zst)?$", re.IGNORECASE)
+
+
+def _has_semantic(node: exp.Expr) -> bool:
+    return any(is_semantic(x) for x in node.walk())
+
+
+def _relational_source(sub: exp.Subquery) -> str:
+    """The SQL of a subquery without semantic calls, as a table the scan reads (its column
+    aliases, ``(...) AS s(a, b)``, kept)."""
+    alias = sub.args.get("alias")
+    if isinstance(alias, exp.TableAlias) and alias.columns:
+        return f"(SELECT * FROM {sub.sql(dialect='duckdb', normalize_functions=False)})"
+    return f"({sub.this.sql(dialect='duckdb', normalize_functions=False)})"
+
+
+def _table_source(ref: exp.Expression) -> tuple[str, str]:
+    """(SQL, default alias) of a table, view, file or table function in FROM, named as DuckDB
+    names it: ``'reviews.csv'`` is ``reviews``, ``read_csv('x.csv')`` is ``read_csv``."""
+    if isinstance(ref, exp.Table) and isinstance(ref.this, exp.Identifier):
+        name = exp.table_(ref.name, db=ref.db or None, catalog=ref.catalog or None)
+        default = ref.name
+        if not ref.db and _FILE.search(ref.name):
+            default = _FILE.sub("", ref.name.replace("\\", "/").rsplit("/", 1)[-1])
+        return name.sql(dialect="duckdb"), ref.alias or default
+    if isinstance(ref, exp.Table) and isinstance(ref.this, exp.Func):
+        function = ref.this
+        sql = function.sql(dialect="duckdb", normalize_functions=False)
+        default = function.name if isinstance(function, exp.Anonymous) else function.sql_name()
+        return sql, ref.alias or default.lower()
+    raise PlanError(
+        "only tables, views, files, table functions and subqueries are planned as sources"
+    )
 
 
 def _conjuncts(node: exp.Expr) -> list[exp.Expr]:

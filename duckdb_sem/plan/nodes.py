@@ -126,8 +126,8 @@ class SemMap(Unary):
     semantic: ClassVar[bool] = True
 
     def __post_init__(self) -> None:
-        if self.call.kind is not OperatorKind.MAP:
-            raise PlanError("SemMap needs a map call")
+        if self.call.kind is OperatorKind.AGG:  # a filter's or join's answer as a BOOLEAN value
+            raise PlanError("SemMap needs a map, filter or join call")
         self._check_reads()
         if self.output in self.child.attrs:
             raise PlanError(f"sem_map output {self.output!r} already exists in its input")

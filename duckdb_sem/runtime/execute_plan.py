@@ -329,4 +329,6 @@ def _args(batch: pa.RecordBatch, call: SemCall) -> list[pa.Array]:
 
 
 def _map_type(call: SemCall) -> pa.DataType:
+    if call.kind in (OperatorKind.FILTER, OperatorKind.JOIN):  # a decision kept as a value
+        return pa.bool_()
     return parse_type(call.output_type or "VARCHAR").arrow

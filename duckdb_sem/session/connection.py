@@ -18,14 +18,13 @@ import time
 import warnings
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from typing import Any
 
 import duckdb
+import pyarrow as pa
 
 from duckdb_sem.config import Settings
 from duckdb_sem.errors import ConfigError, PlanError, QueryCancelledError, SemError
-from duckdb_sem.llm.call_options import models_named
 from duckdb_sem.runtime.approximation import SETTINGS as APPROXIMATION_SETTINGS
 from duckdb_sem.runtime.approximation import Approximation, approximation_of
 from duckdb_sem.runtime.budget import SETTINGS as BUDGET_SETTINGS
@@ -33,7 +32,7 @@ from duckdb_sem.runtime.budget import Budget
 from duckdb_sem.runtime.context import Progress, QueryStats
 from duckdb_sem.runtime.dry_run import DryBackend, DryRun
 from duckdb_sem.runtime.embeddings import Embeddings
-from duckdb_sem.runtime.entry import options_from_settings, run_query, written_plan
+from duckdb_sem.runtime.entry import options_from_settings, run_query
 from duckdb_sem.runtime.operators import SemEngine
 from duckdb_sem.runtime.progress import QueryProgress, RuntimeOptions
 from duckdb_sem.scheduler.models import DEFAULT_MODEL, Models
@@ -41,12 +40,14 @@ from duckdb_sem.scheduler.shared import scheduler_for
 from duckdb_sem.session.explain import explain_semantic
 from duckdb_sem.session.relation import SemRelation
 from duckdb_sem.session.result import PlannedStream
+from duckdb_sem.session.run import count_table, open_rows, write_rows
 from duckdb_sem.session.sources import SourceRegistry, Statement
+from duckdb_sem.session.statements import Planned, Route, Router
 from duckdb_sem.session.transaction import StatementTransaction
 from duckdb_sem.surface.aliases import normalize_aliases
-from duckdb_sem.surface.bind import bind_sql, has_semantic_call
+from duckdb_sem.surface.bind import has_semantic_call
 from duckdb_sem.surface.model_statements import ModelStatement, parse_model_statement
-from duckdb_sem.surface.params import inline_into, number_placeholders
+from duckdb_sem.surface.params import number_placeholders
 from duckdb_sem.surface.udfs import SemSession
 
 __all__ = ["SemConnection", "SemRelation"]
@@ -59,16 +60,6 @@ _SETTING = re.compile(
     re.IGNORECASE,
 )
 _EXPLAIN = re.compile(r"^\s*EXPLAIN\s+(ANALYZE\s+)?SEMANTIC\s+(VERBOSE\s+)?", re.IGNORECASE)
-
-
-@dataclass(frozen=True, slots=True)
-class Route:
-    """Which road a statement takes: ``planned`` (the SQL whose plan is remembered) or the
-    UDF path with ``sql`` (bound: every template in the explicit form) run by DuckDB."""
-
-    sql: str
-    planned: str | None = None
-    why: str = ""  # why it is not planned
 
 
 #: statements a dry run may execute (in a transaction it rolls back); the others act outside
@@ -122,17 +113,20 @@ class SemConnection:
         #: lossy plans allowed, and their targets (``runtime.approximation``); ``SET`` too
         self.approximation = approximation_of(settings)
         self._sources = SourceRegistry(self)  # caller-scope DataFrames, table functions
-        # written plans of statements not yet fetched, so a fetch need not build them again;
+        self._router = Router(con, check_model=self.models.check,
+                              ensure_typed_map=session.ensure_typed_map)  # fmt: skip
+        # routes of statements not yet fetched, so a fetch need not plan them again;
         # forgotten whenever a statement that is not a planned query runs (it may be DDL)
-        self._plans: OrderedDict[str, Any] = OrderedDict()
+        self._plans: OrderedDict[str, Route] = OrderedDict()
 
     # -- DuckDB-compatible surface --------------------------------------------------------
     def sql(
         self, query: str, *, params: Sequence[Any] | None = None, tree: Any = None
     ) -> SemRelation:
-        """Like ``DuckDBPyConnection.sql``: a lazy relation; LLM work happens when fetched.
-        ``tree``: the sqlglot AST of ``query`` when the caller parsed it already (the wire
-        server's Postgres pushdown), so the statement is not parsed again."""
+        """Like ``DuckDBPyConnection.sql``: a lazy relation; LLM work happens when fetched
+        (a write statement runs now, as in DuckDB). ``tree``: the sqlglot AST of ``query``
+        when the caller parsed it already (the wire server's Postgres pushdown), so the
+        statement is not parsed again."""
         self.discard_results()
         written = query
         query = normalize_aliases(query)
@@ -148,31 +142,40 @@ class SemConnection:
         numbered = _numbered(query, params)
         reuse = tree is not None and numbered == written  # the AST is of this very text
         statement = self._sources.open(numbered, tree=tree if reuse else None)
-        route = self._route(statement, params)
+        route = self.route(statement, params)
+        if route.planned is not None and route.write is not None:
+            stream = self.stream_planned(route.statement, route=route)  # writes run now
+            return SemRelation(self._con.from_arrow(stream.arrow()), self, keep=statement)
         if route.planned is not None:
             # Nothing runs yet: each fetch runs the plan on the SEU loop (a LIMIT stops it).
-            return SemRelation(None, self, planned=route.planned, keep=statement)
+            return SemRelation(None, self, planned=route.statement, keep=statement)
         rel = self._translating(self._con.sql)(route.sql, params=params)
         return SemRelation(rel, self, keep=statement)
 
     def execute(self, query: str, parameters: Sequence[Any] | None = None) -> SemConnection:
+        """Like ``DuckDBPyConnection.execute``: the statement runs, its result waits for
+        ``fetch*`` (a result not read to its end is discarded by the next statement)."""
         self.discard_results()
         query = normalize_aliases(query)
         explained = self._maybe_explain(query)
         if explained is not None:
             self._con.execute("SELECT unnest($1) AS plan", [explained])
+            self._raw_pending = True
             return self
         setting = self._maybe_setting(query)
         if setting is not None:
             self._con.execute(setting)
+            self._raw_pending = True
             return self
         model = parse_model_statement(query)
         if model is not None:
             self._con.execute(self.model_statement(model))
+            self._raw_pending = True
             return self
-        route = self._route(self._sources.open(_numbered(query, parameters), pin=True), parameters)
+        statement = self._sources.open(_numbered(query, parameters), pin=True)
+        route = self.route(statement, parameters)
         if route.planned is not None:
-            self._pending = self.stream_planned(route.planned)
+            self._pending = self.stream_planned(route.statement, route=route)
             return self
         self._translating(self._con.execute)(route.sql, parameters)
         self._raw_pending = True
@@ -399,81 +402,85 @@ class SemConnection:
         self.close()
 
     # -- internals ------------------------------------------------------------------------------
-    def _describe(self, sql: str) -> list[str]:
-        return [d[0] for d in self._con.execute(sql).description or []]
-
-    def _route(
-        self, statement: Statement, params: Sequence[Any] | None, *, plan: bool = True
-    ) -> Route:
-        """The one front end: parse a semantic statement once, then plan it (nothing runs:
-        the plan is only built) or, for a shape the optimizer does not plan, bind it for the
-        UDF path, where DuckDB runs the ``sem_*`` functions as written through the same
-        engine (renderer, cache, scheduler). Non-semantic SQL goes to DuckDB untouched."""
+    def route(self, statement: Statement, params: Sequence[Any] | None = None) -> Route:
+        """The one front end (:mod:`.statements`): a statement without a semantic call goes
+        to DuckDB untouched; one with a semantic call is parsed once and planned (nothing
+        runs: the plan is only built) or, where it cannot be, bound for the UDF path."""
         self.session.new_query(on_progress=self.on_progress, budget=self.budget)
         sql = statement.sql
-        if not has_semantic_call(sql):
-            self._plans.clear()  # it may be DDL that changes what a remembered plan reads
+        if not self._router.is_semantic(sql):
+            self._forget_plans()  # it may be DDL that changes what a remembered plan reads
             if statement.names:  # table functions: their LLM work runs as they are read
                 return Route(sql, why="its semantic work is in table functions (sem_join, "
                              "sem_topk, ...), which run their own plans as DuckDB reads "
-                             "them")  # fmt: skip
-            return Route(sql, why="it has no semantic call: DuckDB runs it alone")
-        tree = statement.tree()
-        for name in models_named(tree):  # an unknown model fails here, before any LLM call
-            self.models.check(name)
-        why = "the connection does not optimize (optimize=False)"
-        if plan and self.optimize:
-            planned, why = self._plan(sql, tree, params)
-            if planned is not None:
-                return Route(sql, planned=planned)
+                             "them", statement=sql)  # fmt: skip
+            return Route(sql, why="it has no semantic call: DuckDB runs it alone", statement=sql)
+        route = self._router.route(sql, statement.tree, params, optimize=self.optimize)
+        if route.planned is None:
+            self._forget_plans()
+        else:
+            self._plans[route.statement] = route
+            self._plans.move_to_end(route.statement)
+            while len(self._plans) > 32:
+                self._plans.popitem(last=False)
+        return route
+
+    @property
+    def sources(self) -> SourceRegistry:
+        """What statements read from Python (caller-scope DataFrames, table functions)."""
+        return self._sources
+
+    def placeholders(self, planned: Planned) -> dict[str, pa.Table]:
+        """An empty table of each unit's schema, by name: what planning the rest of a
+        statement reads in their place before they run (``EXPLAIN``)."""
+        out: dict[str, pa.Table] = {}
+        for name, unit in planned.units:
+            out.update(self.placeholders(unit))
+            out[name] = self._router.schema_of(unit).empty_table()
+        return out
+
+    def describe(self, sql: str) -> list[str]:
+        """The column names of ``sql``'s result, as DuckDB names them (it runs)."""
+        return [d[0] for d in self._con.execute(sql).description or []]
+
+    def _forget_plans(self) -> None:
         self._plans.clear()
-        bound = bind_sql(sql, self._describe, tree=tree)
-        for spec in bound.typed_maps:
-            self.session.ensure_typed_map(spec)
-        return Route(bound.sql, why=why)
+        self._router.views.changed()
 
-    def _plan(self, sql: str, tree: Any, params: Sequence[Any] | None) -> tuple[str | None, str]:
-        """(the SQL of the planned statement, parameters inlined, once its written plan is
-        built and remembered; or None and why the UDF path runs it). Planned shapes:
-        docs/optimizer.md (simple derived tables included); ``PlanError`` (outer joins, CTEs,
-        other subqueries, DDL, ...) means the UDF path."""
-        if params:
-            tree = inline_into(tree, params)
-            if tree is None:
-                why = "its parameters cannot be written as literals"
-                log.debug("UDF path for this query: %s", why)
-                return None, why
-            sql = tree.sql(dialect="duckdb", normalize_functions=False)
-        try:
-            self._remember_plan(sql, written_plan(self, tree))
-        except PlanError as err:
-            log.debug("UDF path for this query: %s", err)
-            return None, str(err)
-        return sql, ""
-
-    def _remember_plan(self, sql: str, plan: Any) -> None:
-        """Keep the written plan of a statement that will be fetched (a few, newest last)."""
-        self._plans[sql] = plan
-        self._plans.move_to_end(sql)
-        while len(self._plans) > 32:
-            self._plans.popitem(last=False)
-
-    def stream_planned(self, sql: str) -> PlannedStream:
-        """Run the planned statement ``sql`` in this session: the result stream of a new
-        query, inside the statement's transaction, SEU by SEU as it is read. A result of
-        this connection not read to its end is discarded first, as DuckDB does."""
+    def stream_planned(self, sql: str, *, route: Route | None = None) -> PlannedStream:
+        """Run the planned statement ``sql`` (``route``: its route, when the caller has it)
+        in this session: the result stream of a new query, inside the statement's
+        transaction, SEU by SEU as it is read (a write runs to its end now, and the stream
+        holds its count). A result of this connection not read to its end is discarded
+        first, as DuckDB does."""
         self.discard_results()
-        names = self._duckdb_names(sql)
+        route = route or self._plans.get(sql) or self.route(self._sources.open(sql))
+        planned = route.planned
+        if planned is None:
+            raise PlanError(f"not a planned statement: {route.why}")
         query = self.session.new_query(on_progress=self.on_progress, budget=self.budget)
         transaction = StatementTransaction(self._con)
+        names: list[str] | None = None
+
+        def run(select_sql: str, plan: Any) -> pa.RecordBatchReader:
+            nonlocal names
+            names = self._duckdb_names(select_sql)
+            return run_query(self, select_sql, self.session.engine, query,
+                             options=self.runtime_options(), written=plan)  # fmt: skip
+
         try:
-            reader = run_query(self, sql, self.session.engine, query,
-                               options=self.runtime_options(),
-                               written=self._plans.get(sql))  # fmt: skip
+            rows = open_rows(self._con, planned, transaction, run=run)
+            if route.write is not None:
+                count = write_rows(self._con, route.write, rows)
+                if route.write.kind == "create":
+                    self._forget_plans()
+                transaction.commit()
+                rows = count_table(count).to_reader()
+                names = None
         except BaseException as err:
             transaction.fail(err)
             raise
-        self._open = PlannedStream(reader, transaction, names=names, con=self._con)
+        self._open = PlannedStream(rows, transaction, names=names, con=self._con)
         return self._open
 
     def discard_results(self) -> None:

@@ -17,12 +17,12 @@ A call on a named model shows it in its operator's label (``model := 'fast'``), 
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from collections.abc import Iterator
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from duckdb_sem.backends.base import plain_chat
-from duckdb_sem.errors import PlanError
 from duckdb_sem.llm.prompts import build_request
 from duckdb_sem.llm.render import render_column
 from duckdb_sem.llm.request import LLMRequest
@@ -40,6 +40,8 @@ from duckdb_sem.runtime.entry import (
 )
 from duckdb_sem.runtime.plan_sql import scan_sql
 from duckdb_sem.runtime.progress import RuntimeOptions
+from duckdb_sem.session.statements import Planned, Route, registered
+from duckdb_sem.session.transaction import StatementTransaction
 
 if TYPE_CHECKING:
     from duckdb_sem.session.connection import SemConnection
@@ -72,17 +74,35 @@ def explain_semantic(
     runs; with ``verbose`` the prompts of each operator's first row follow the plan."""
     options = con.runtime_options()
     raw = con.duckdb
-    engine = con.session.engine
-    route = con._route(con._sources.open(sql), None)  # the front end a run goes through
+    route = con.route(con.sources.open(sql), None)  # the front end a run goes through
     if route.planned is None:
         return _unplanned(con, sql, route.sql, route.why, analyze=analyze)
+    planned = route.planned
+    road = "road: planned by the optimizer" + (
+        f" ({'; '.join(route.notes)})" if route.notes else ""
+    )
+    if planned.units or route.write is not None or planned.plan is None:
+        return _explain_parts(con, route, road, analyze=analyze, verbose=verbose)
     query = con.session.query  # the estimator's samples, if any, are this query's
+    con.discard_results()
+    transaction = StatementTransaction(raw)
     try:
-        prepared = prepare(raw, route.planned, engine, options, query=query,
-                           written=con._plans.get(route.planned))  # fmt: skip
-    except PlanError as err:
-        bound = con._route(con._sources.open(sql), None, plan=False).sql
-        return _unplanned(con, sql, bound, str(err), analyze=analyze)
+        text = _explain_one(con, planned.sql, planned.plan, query, options, road,
+                            analyze=analyze, verbose=verbose, runner_ups=runner_ups)  # fmt: skip
+    except BaseException as err:
+        transaction.fail(err)
+        raise
+    transaction.commit()
+    return text
+
+
+def _explain_one(
+    con: SemConnection, sql: str, plan: Node, query: Any, options: RuntimeOptions, road: str,
+    *, analyze: bool, verbose: bool, runner_ups: int = 3,
+) -> str:  # fmt: skip
+    """The explanation of one planned SELECT (``plan``: its written plan)."""
+    raw, engine = con.duckdb, con.session.engine
+    prepared = prepare(raw, sql, engine, options, query=query, written=plan)
     model = CostModel(table_rows=prepared.table_rows, stats=prepared.stats)
     head = statistics_line(prepared, options)
     spend = estimate_lines(
@@ -96,13 +116,51 @@ def explain_semantic(
     prompts = prompt_lines(con, prepared.choice.best.plan) if verbose else []
     if not analyze:
         text = explain_choice(prepared.choice, model, runner_ups=runner_ups)
-        return "\n".join([text, *spend, head, *prompts])
+        return "\n".join([text, *spend, road, head, *prompts])
     actuals: dict[tuple[int, ...], Actual] = {}
     run = start(raw, prepared, engine, query, options, actuals=actuals)
     for _ in run.batches():
         pass
     text = explain_choice(prepared.choice, model, runner_ups=runner_ups, actuals=actuals)
-    return "\n".join([text, *spend, head, *run.report().lines(), *prompts])
+    return "\n".join([text, *spend, road, head, *run.report().lines(), *prompts])
+
+
+def _explain_parts(
+    con: SemConnection, route: Route, road: str, *, analyze: bool, verbose: bool
+) -> str:
+    """A planned statement of several parts: the units computed first, each with its plan
+    (estimated over placeholders of the units it reads), then its SELECT, then its write."""
+    assert route.planned is not None
+    raw = con.duckdb
+    options = dataclasses.replace(con.runtime_options(), approximation=None)
+    lines = [road]
+    con.discard_results()
+    transaction = StatementTransaction(raw)
+    try:
+        with registered(raw, con.placeholders(route.planned)):
+            for name, part in _parts(route.planned):
+                title = f"unit {name}, computed first:" if name else "then the statement:"
+                lines.append(title)
+                if part.plan is None:
+                    lines.append(f"  DuckDB runs it over the units' rows: {part.sql}")
+                    continue
+                text = _explain_one(con, part.sql, part.plan, con.session.query, options, "",
+                                    analyze=False, verbose=verbose)  # fmt: skip
+                lines += ["  " + line for line in text.splitlines() if line]
+    finally:
+        transaction.commit()
+    if route.write is not None:
+        lines.append(f"its rows are written batch by batch: {route.write.first}")
+    if analyze:
+        lines.append(_actual_line(con, route.statement))
+    return "\n".join(lines)
+
+
+def _parts(planned: Planned) -> list[tuple[str, Planned]]:
+    out: list[tuple[str, Planned]] = []
+    for name, unit in planned.units:
+        out += [(n or name, p) for n, p in _parts(unit)]
+    return [*out, ("", planned)]
 
 
 def estimate_lines(con: SemConnection, plan: Node, estimates: dict[Path, Estimate]) -> list[str]:

@@ -23,6 +23,7 @@ abort the user's transaction when one is open.
 from __future__ import annotations
 
 import contextlib
+from collections.abc import Callable
 from typing import Any
 
 import duckdb
@@ -46,6 +47,15 @@ class StatementTransaction:
         if self.own:
             con.execute("BEGIN TRANSACTION")
         self._open = True
+        self._on_end: list[Callable[[], None]] = []
+
+    def on_end(self, callback: Callable[[], None]) -> None:
+        """Call ``callback`` when the statement ends (commit or failure)."""
+        self._on_end.append(callback)
+
+    def _ended(self) -> None:
+        while self._on_end:
+            self._on_end.pop()()
 
     @property
     def open(self) -> bool:
@@ -56,6 +66,7 @@ class StatementTransaction:
         if not self._open:
             return
         self._open = False
+        self._ended()
         if self.own:
             self._con.execute("COMMIT")
 
@@ -65,6 +76,7 @@ class StatementTransaction:
         if not self._open:
             return
         self._open = False
+        self._ended()
         with contextlib.suppress(duckdb.Error):
             if self.own:
                 self._con.execute("ROLLBACK")

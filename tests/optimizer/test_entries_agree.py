@@ -49,7 +49,7 @@ def test_every_entry_returns_the_same_rows(case: Any) -> None:
     adaptive.duckdb.execute(schema)
     names = adaptive.sql(case.sql).columns
     expected = ordered(adaptive.sql(case.sql).fetchall(), case.sql, names)
-    explicit = bind_sql(case.sql, adaptive._describe).sql  # the {col} fields bound to positions
+    explicit = bind_sql(case.sql, adaptive.describe).sql  # the {col} fields bound to positions
 
     static = duckdb_sem.connect(backend=oracle, cache="off")
     static.duckdb.execute(schema)

@@ -64,7 +64,6 @@ def test_sem_agg_over_groups() -> None:
     [
         "SELECT * FROM reviews r LEFT JOIN movies m ON r.mid = m.id WHERE sem_filter('{text} x')",
         "SELECT * FROM (SELECT * FROM reviews) WHERE sem_filter('{text} x')",
-        "SELECT * FROM reviews WHERE NOT sem_filter('{text} x')",
         "WITH c AS (SELECT * FROM reviews) SELECT * FROM c WHERE sem_filter('{text} x')",
     ],
 )
