@@ -326,7 +326,11 @@ def _relational_source(sub: exp.Subquery) -> str:
 
 def _table_source(ref: exp.Expression) -> tuple[str, str]:
     """(SQL, default alias) of a table, view, file or table function in FROM, named as DuckDB
-    names it: ``'reviews.csv'`` is ``reviews``, ``read_csv('x.csv')`` is ``read_csv``."""
+    names it: ``'reviews.csv'`` is ``reviews``, ``read_csv('x.csv')`` is ``read_csv``. With
+    column aliases (``range(40) AS a(x)``) the reference is read as a subquery that keeps them."""
+    alias = ref.args.get("alias")
+    if isinstance(ref, exp.Table) and isinstance(alias, exp.TableAlias) and alias.columns:
+        return f"(SELECT * FROM {ref.sql(dialect='duckdb', normalize_functions=False)})", ref.alias
     if isinstance(ref, exp.Table) and isinstance(ref.this, exp.Identifier):
         name = exp.table_(ref.name, db=ref.db or None, catalog=ref.catalog or None)
         default = ref.name

@@ -39,9 +39,15 @@ def test_a_statement_off_the_optimizer_is_estimated_over_the_wire(tmp_path: Path
         wire_server(db, "--backend", "test:") as server,
         psycopg.connect(server.dsn(), autocommit=True) as conn,
     ):
-        q = "WITH r AS (SELECT * FROM reviews) SELECT id FROM r WHERE sem_filter('Is it? {text}')"
+        q = (
+            "SELECT r.id FROM reviews r LEFT JOIN reviews s ON s.id = r.id + 1000 "
+            "WHERE sem_filter('Is it? {r.text}')"
+        )
         plan = [r[0] for r in conn.execute("EXPLAIN SEMANTIC " + q).fetchall()]
         assert plan[0].startswith("not planned by the optimizer"), plan
+        cte = "WITH r AS (SELECT * FROM reviews) SELECT id FROM r WHERE sem_filter('Is it? {text}')"
+        planned = [r[0] for r in conn.execute("EXPLAIN SEMANTIC " + cte).fetchall()]
+        assert any(line.startswith("road: planned by the optimizer") for line in planned)
         estimated = next(line for line in plan if line.startswith("estimated: calls≈"))
         rows = conn.execute("SELECT count(*) FROM reviews").fetchone()
         assert rows is not None and estimated.startswith(f"estimated: calls≈{rows[0]} ")
