@@ -339,6 +339,20 @@ def test_a_half_read_result_then_commit_in_a_transaction(
     assert observer.execute("SELECT count(*) FROM t WHERE id = 1").fetchall() == [(0,)]
 
 
+def test_a_relation_runs_when_fetched_as_in_duckdb(
+    pair: tuple[duckdb_sem.SemConnection, duckdb.DuckDBPyConnection],
+) -> None:
+    con, observer = pair
+    sql = "SELECT list(id ORDER BY id) AS ids FROM t WHERE id < 10 AND POS(text)"
+    rel = con.sql(semantic(sql))  # built before the changes, read after each
+    con.execute("BEGIN")
+    con.execute("DELETE FROM t WHERE id = 1")
+    con.execute("INSERT INTO t VALUES (7, 'good seven')")
+    assert rel.fetchall() == con.duckdb.execute(plain(sql)).fetchall() == [([3, 5, 7],)]
+    con.execute("ROLLBACK")
+    assert rel.fetchall() == _plain_rows(observer, sql) == [([1, 3, 5],)]
+
+
 def test_a_planned_aggregate_keeps_duckdbs_types(
     pair: tuple[duckdb_sem.SemConnection, duckdb.DuckDBPyConnection],
 ) -> None:
