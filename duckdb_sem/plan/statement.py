@@ -372,15 +372,15 @@ def extract_units(select: exp.Query) -> tuple[exp.Query, tuple[Unit, ...]]:
             sub.set("this", rows)
     for node in list(out.find_all(exp.In, exp.Exists)):
         query = node.args.get("query") if isinstance(node, exp.In) else node.this
-        if (
-            isinstance(query, exp.Query)
-            and not isinstance(query, exp.Subquery)
-            and has_semantic(query)
-            and not _correlated(query)
-        ):
-            unit = Unit(f"__sem_unit_{next(_units)}", query.copy())
-            units.append(unit)
-            query.replace(exp.select("*").from_(unit.name))
+        if not isinstance(query, exp.Query) or isinstance(query, exp.Subquery):
+            continue
+        if not has_semantic(query):
+            continue
+        if _correlated(query):
+            raise PlanError("a correlated subquery with a semantic call is run as written")
+        unit = Unit(f"__sem_unit_{next(_units)}", query.copy())
+        units.append(unit)
+        query.replace(exp.select("*").from_(unit.name))
     if not units:
         raise PlanError("no semantic subquery to compute on its own")
     return out, tuple(units)

@@ -145,7 +145,7 @@ class SemConnection:
         route = self.route(statement, params)
         if route.planned is not None and route.write is not None:
             stream = self.stream_planned(route.statement, route=route)  # writes run now
-            return SemRelation(self._con.from_arrow(stream.arrow()), self, keep=statement)
+            return SemRelation(stream.relation(), self, keep=statement)
         if route.planned is not None:
             # Nothing runs yet: each fetch runs the plan on the SEU loop (a LIMIT stops it).
             return SemRelation(None, self, planned=route.statement, keep=statement)
@@ -223,8 +223,7 @@ class SemConnection:
 
     def df(self) -> Any:
         if self._pending is not None:
-            table = self.arrow()
-            return self._con.from_arrow(table).df()  # DuckDB's own conversion
+            return self._translating(self._pending.relation)().df()  # DuckDB's conversion
         return self._translating(self._con.df)()
 
     fetchdf = df
@@ -461,10 +460,11 @@ class SemConnection:
         query = self.session.new_query(on_progress=self.on_progress, budget=self.budget)
         transaction = StatementTransaction(self._con)
         names: list[str] | None = None
+        types: list[str] | None = None
 
         def run(select_sql: str, plan: Any) -> pa.RecordBatchReader:
-            nonlocal names
-            names = self._duckdb_names(select_sql)
+            nonlocal names, types
+            names, types = self._duckdb_shape(select_sql)
             return run_query(self, select_sql, self.session.engine, query,
                              options=self.runtime_options(), written=plan)  # fmt: skip
 
@@ -476,11 +476,11 @@ class SemConnection:
                     self._forget_plans()
                 transaction.commit()
                 rows = count_table(count).to_reader()
-                names = None
+                names = types = None
         except BaseException as err:
             transaction.fail(err)
             raise
-        self._open = PlannedStream(rows, transaction, names=names, con=self._con)
+        self._open = PlannedStream(rows, transaction, names=names, types=types, con=self._con)
         return self._open
 
     def discard_results(self) -> None:
@@ -495,15 +495,16 @@ class SemConnection:
             with contextlib.suppress(duckdb.Error):  # nothing left to abort
                 self._con.abort()  # DuckDB's own: cancel the rest of execute()'s result
 
-    def _duckdb_names(self, sql: str) -> list[str] | None:
-        """The column names DuckDB gives ``sql`` (``count_star()``, ``(id + 1)``,
-        ``sem_map('{text} short')``), so a planned result is named as DuckDB names it. Only
-        binds: the ``sem_*`` macros accept the named form, and nothing runs."""
+    def _duckdb_shape(self, sql: str) -> tuple[list[str] | None, list[str] | None]:
+        """The column names and types DuckDB gives ``sql`` (``count_star()``, ``(id + 1)``,
+        ``sem_map('{text} short')``; ``HUGEINT`` for a ``sum``), so a planned result is
+        named and typed as DuckDB would: only binds (the ``sem_*`` macros accept the named
+        form), nothing runs."""
         try:
-            names: list[str] = self._con.sql(sql).columns
+            rel = self._con.sql(sql)
         except duckdb.Error:
-            return None
-        return names
+            return None, None
+        return list(rel.columns), [str(t) for t in rel.types]
 
     def runtime_options(self) -> RuntimeOptions:
         """How this connection's planned queries run: its runtime, with its approximation."""

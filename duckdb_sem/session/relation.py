@@ -260,8 +260,7 @@ class SemRelation:
             return target.relation
         if self._rel is None:
             assert self._planned is not None
-            table = self._owner.stream_planned(self._planned).arrow()
-            self._rel = self._owner.duckdb.from_arrow(table)
+            self._rel = self._owner.stream_planned(self._planned).relation()
         return self._rel
 
     def limit(self, n: int, offset: int = 0) -> SemRelation:

@@ -20,9 +20,13 @@ from typing import Any
 import pyarrow as pa
 
 from duckdb_sem.errors import ResultClosedError
+from duckdb_sem.identifiers import quote_identifier
 from duckdb_sem.session.transaction import StatementTransaction
 
 __all__ = ["PlannedStream"]
+
+#: DuckDB integer types Arrow exports as DECIMAL(38,0)
+_WIDE = ("HUGEINT", "UHUGEINT")
 
 
 class PlannedStream:
@@ -34,6 +38,7 @@ class PlannedStream:
         transaction: StatementTransaction,
         *,
         names: list[str] | None = None,
+        types: list[str] | None = None,
         con: Any,
     ) -> None:
         schema = reader.schema
@@ -42,6 +47,9 @@ class PlannedStream:
         self.schema = schema
         self._transaction = transaction
         self._con = con  # the session's DuckDB connection: values are converted by DuckDB
+        #: DuckDB's types of the statement's columns (as bound; a semantic call's output is
+        #: typed by its own result): a HUGEINT that Arrow carried as DECIMAL(38,0) is cast back
+        self._types = types if types is not None and len(types) == len(schema) else None
         self._closed = False
         self._source = reader
         self._batches = self._guarded(reader)
@@ -51,7 +59,7 @@ class PlannedStream:
     @property
     def description(self) -> Any:
         """DB-API column descriptions, as DuckDB gives them for these columns."""
-        return self._con.from_arrow(self.schema.empty_table()).description
+        return self._relation(self.schema.empty_table()).description
 
     def _guarded(self, reader: pa.RecordBatchReader) -> Iterator[pa.RecordBatch]:
         try:
@@ -106,8 +114,25 @@ class PlannedStream:
         table = self._pull(size)
         if not table.num_rows:
             return []
-        rows: list[tuple[Any, ...]] = self._con.from_arrow(table).fetchall()
+        rows: list[tuple[Any, ...]] = self._relation(table).fetchall()
         return rows
+
+    def _relation(self, table: pa.Table) -> Any:
+        """``table`` as a DuckDB relation, with the integer types Arrow cannot carry (a
+        ``HUGEINT`` arrives as ``DECIMAL(38,0)``) cast back to DuckDB's own."""
+        rel = self._con.from_arrow(table)
+        if self._types is None:
+            return rel
+        got = [str(t) for t in rel.types]
+        lost = [g.startswith("DECIMAL(38") and want in _WIDE for g, want in zip(got, self._types,
+                                                                             strict=True)]  # fmt: skip
+        if not any(lost):
+            return rel
+        items = []
+        for name, kind, cast in zip(table.schema.names, self._types, lost, strict=True):
+            column = quote_identifier(name)
+            items.append(f"CAST({column} AS {kind}) AS {column}" if cast else column)
+        return rel.project(", ".join(items))
 
     def fetchone(self) -> tuple[Any, ...] | None:
         rows = self.fetchmany(1)
@@ -119,3 +144,7 @@ class PlannedStream:
     def arrow(self) -> pa.Table:
         """The rows not read yet, as one Arrow table."""
         return self._pull(None)
+
+    def relation(self) -> Any:
+        """The rows not read yet, as a DuckDB relation with the statement's types."""
+        return self._relation(self._pull(None))

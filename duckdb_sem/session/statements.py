@@ -21,7 +21,7 @@ import pyarrow as pa
 import sqlglot
 from sqlglot import exp
 
-from duckdb_sem.errors import BindError, PlanError
+from duckdb_sem.errors import PlanError
 from duckdb_sem.llm.call_options import models_named
 from duckdb_sem.plan.build import build_plan
 from duckdb_sem.plan.nodes import Node
@@ -222,10 +222,8 @@ class Router:
             unit = known.get(table.strip('"'))
             if unit is not None:
                 return list(self.schema_of(unit).names)
-            try:
-                names: list[str] = self._con.sql(f"SELECT * FROM {table} LIMIT 0").columns
-            except duckdb.Error as err:
-                raise BindError(f"cannot read {table}: {str(err).splitlines()[0]}") from None
+            # DuckDB's own error (a missing table, an aborted transaction) says what is wrong
+            names: list[str] = self._con.sql(f"SELECT * FROM {table} LIMIT 0").columns
             if rowid_of is not None and table == rowid_of:
                 names = [*names, "rowid"]
             return names

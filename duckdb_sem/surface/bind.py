@@ -20,6 +20,7 @@ import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
+import duckdb
 import sqlglot
 from sqlglot import exp
 
@@ -192,7 +193,7 @@ def _sources_of(call: exp.Expr, root: exp.Expr, describe: Describe) -> list[_Sou
         source_sql = node.sql(dialect="duckdb", normalize_functions=False)
         try:
             columns = tuple(describe(f"{prefix}SELECT * FROM {source_sql} LIMIT 0"))
-        except BindError:
+        except (BindError, duckdb.TransactionException):  # an aborted transaction: as is
             raise
         except Exception as err:  # noqa: BLE001 - DuckDB's own message names what is missing
             raise BindError(f"cannot read the columns of {source_sql}: {err}") from None
