@@ -24,6 +24,7 @@ from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
 
+from duckdb_sem.cache.arrays import AnswerArrays
 from duckdb_sem.errors import ConfigError
 from duckdb_sem.llm.request import Completion
 
@@ -69,6 +70,8 @@ class LLMCache:
                 "writable file, or to 'off' to disable caching"
             ) from None
         self._lock = threading.Lock()
+        #: whole answer arrays of repeated batches (in memory; see ``cache.arrays``)
+        self.arrays = AnswerArrays()
 
     @contextmanager
     def _locked(self) -> Iterator[sqlite3.Connection]:
@@ -124,6 +127,7 @@ class LLMCache:
         with self._locked() as db:
             db.execute("DELETE FROM completions")
             db.commit()
+        self.arrays.clear()
 
     def close(self) -> None:
         with self._lock:

@@ -13,6 +13,7 @@ cross-query fusion rely on.
 from __future__ import annotations
 
 import enum
+import functools
 import hashlib
 import json
 from collections.abc import Sequence
@@ -169,31 +170,39 @@ class LLMRequest:
         return template.content_free() + template.irrelevant()
 
     def signature(self, backend_id: str) -> str:
-        """A stable hash of everything that determines the answer on ``backend_id``."""
-        extra: list[Any] = []
-        if self.template is not None:
-            # pieces only: backends use nothing else, and a template with named fields
-            # (the estimator's) and its positional form (the engine's) must share answers
-            extra.append(list(self.template.pieces))
-        if self.output.labels:
-            extra.append(list(self.output.labels))
-        payload = json.dumps(
-            [
-                backend_id,
-                self.operator.value,
-                self.prefix,
-                self.row,
-                self.output.task.value,
-                self.output.sql_type,
-                self.params.max_tokens,
-                self.params.temperature,
-                self.params.seed,
-                *extra,
-            ],
-            ensure_ascii=False,
-            separators=(",", ":"),
-        )
-        return hashlib.sha256(payload.encode("utf-8", "surrogatepass")).hexdigest()
+        """A stable hash of everything that determines the answer on ``backend_id``: the
+        digest of what the rows of one operator share (computed once per operator), then the
+        row itself, so a row costs one short hash."""
+        shared = _shared_digest(backend_id, self.operator, self.prefix, self.output, self.params,
+                                self.template.pieces if self.template is not None else None)  # fmt: skip
+        digest = hashlib.sha256(shared)
+        digest.update(self.row.encode("utf-8", "surrogatepass"))
+        return digest.hexdigest()
+
+
+@functools.lru_cache(maxsize=4096)
+def _shared_digest(
+    backend_id: str,
+    operator: OperatorKind,
+    prefix: str,
+    output: OutputSpec,
+    params: DecodingParams,
+    pieces: tuple[str, ...] | None,
+) -> bytes:
+    extra: list[Any] = []
+    if pieces is not None:
+        # pieces only: backends use nothing else, and a template with named fields
+        # (the estimator's) and its positional form (the engine's) must share answers
+        extra.append(list(pieces))
+    if output.labels:
+        extra.append(list(output.labels))
+    payload = json.dumps(
+        [backend_id, operator.value, prefix, output.task.value, output.sql_type,
+         params.max_tokens, params.temperature, params.seed, *extra],
+        ensure_ascii=False,
+        separators=(",", ":"),
+    )  # fmt: skip
+    return hashlib.sha256(payload.encode("utf-8", "surrogatepass")).digest() + b"\x00"
 
 
 @dataclass(frozen=True, slots=True)

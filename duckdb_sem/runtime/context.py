@@ -148,6 +148,11 @@ class QueryContext:
             for key, value in deltas.items():
                 self._counts[key] = self._counts.get(key, 0) + value
 
+    def counts(self) -> dict[str, float]:
+        """The raw counters so far (what :meth:`stats` reports)."""
+        with self._lock:
+            return dict(self._counts)
+
     def stats(self) -> QueryStats:
         with self._lock:
             counts = dict(self._counts)

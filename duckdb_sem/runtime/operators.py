@@ -16,6 +16,7 @@ from typing import Any
 import pyarrow as pa
 
 from duckdb_sem.backends.tokens import estimate_tokens
+from duckdb_sem.cache.arrays import AnswerArrays, Remembered, array_digest
 from duckdb_sem.errors import TemplateError
 from duckdb_sem.llm.call_options import DEFAULT_OPTIONS, CallOptions
 from duckdb_sem.llm.outputs import parse_type
@@ -109,6 +110,35 @@ class SemEngine:
         label = label or f"sem_{kind.value}"
         if kind is OperatorKind.AGG:
             return self._aggregate(parsed, args, output_type, query, label, options)
+        client = self.models.client(options.model)
+        arrays = getattr(getattr(client, "cache", None), "arrays", None)
+        if not isinstance(arrays, AnswerArrays):  # no persistent cache: every run asks again
+            return self._run_rows(kind, parsed, args, output_type, query, label, options, labels)
+        identity = (client.backend_id, kind.value, template, output_type, options, labels)
+        key = array_digest(identity, args)
+        hit = arrays.get(key)
+        if hit is not None:  # a repeated batch: the answers a cached run would read
+            query.add(**dict(hit.counts))
+            return hit.values
+        before = query.counts()
+        values = self._run_rows(kind, parsed, args, output_type, query, label, options, labels)
+        after = query.counts()
+        if after.get("null_outputs", 0) == before.get("null_outputs", 0):  # only whole answers
+            arrays.put(key, Remembered(values, _as_cached(before, after)))
+        return values
+
+    def _run_rows(
+        self,
+        kind: OperatorKind,
+        parsed: Template,
+        args: Sequence[pa.Array],
+        output_type: str | None,
+        query: QueryContext,
+        label: str,
+        options: CallOptions,
+        labels: tuple[str, ...],
+    ) -> pa.Array:
+        """Ask the rows of ``args`` one request each (memo, SEUs, scheduler)."""
         rows = len(args[0]) if args else 0
         columns = [render_column(a) for a in args]  # one renderer for every entry
         requests: list[LLMRequest | None] = []
@@ -266,6 +296,22 @@ class SemEngine:
                 return None if answers[0] is None else answers[0].value
             partial = [str(a.value) for a in answers if a is not None and a.value is not None]
             columns = [partial] + [[] for _ in columns[1:]]
+
+
+#: the counters a replayed batch adds as they are (its virtual work), and those that become
+#: cache hits (what the backend, the cache or a fused query answered the first time)
+_VIRTUAL = ("rows", "deduplicated", "llm_calls", "prompt_tokens", "completion_tokens")
+_SERVED = ("physical_calls", "cache_hits", "fused")
+
+
+def _as_cached(before: dict[str, float], after: dict[str, float]) -> tuple[tuple[str, float], ...]:
+    """The counters of a batch's run, as a run served wholly from the cache adds them."""
+    delta = {k: after.get(k, 0) - before.get(k, 0) for k in (*_VIRTUAL, *_SERVED)}
+    counts = {k: delta[k] for k in _VIRTUAL if delta[k]}
+    served = sum(delta[k] for k in _SERVED)
+    if served:
+        counts["cache_hits"] = served
+    return tuple(counts.items())
 
 
 def _cached(client: SchedulerClient, signatures: list[str]) -> set[str]:

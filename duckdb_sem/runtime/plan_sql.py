@@ -40,11 +40,16 @@ def sink_select(source: str, parts: dict[type, Node]) -> str:
     return sql
 
 
-def scan_sql(node: Scan, *, rowids: tuple[int, int] | None = None) -> str:
+def scan_sql(
+    node: Scan, *, rowids: tuple[int, int] | None = None, rowid_column: str | None = None
+) -> str:
     """The scan's columns as attributes, with its pushed-down predicates; ``rowids``: only
-    the table's rows with ``lo <= rowid < hi`` (a window of the driving scan)."""
+    the table's rows with ``lo <= rowid < hi`` (a window of the driving scan);
+    ``rowid_column``: the table's rowid too, under that name."""
     cols = ", ".join(f"{quote(node.alias)}.{quote(c)} AS {quote(node.alias + '.' + c)}"
                      for c in node.columns)  # fmt: skip
+    if rowid_column is not None:
+        cols = f"{quote(node.alias)}.rowid AS {quote(rowid_column)}, {cols}"
     sql = f"SELECT {cols} FROM {node.table} AS {quote(node.alias)}"
     if rowids is not None:
         rowid = f"{quote(node.alias)}.rowid"

@@ -53,7 +53,6 @@ from duckdb_sem.runtime.early_stop import StopRule, next_rows, region_rate, stop
 from duckdb_sem.runtime.execute_plan import Actual, Evaluator, Path, split_sink
 from duckdb_sem.runtime.hindsight import hindsight_top2, observed_cost, with_profile_seconds
 from duckdb_sem.runtime.observe import ObservingEvaluator
-from duckdb_sem.runtime.plan_sql import scan_sql
 from duckdb_sem.runtime.progress import QueryProgress, RuntimeOptions
 from duckdb_sem.runtime.seu_views import run_region, run_sink
 from duckdb_sem.runtime.windows import driving_reader
@@ -150,12 +149,12 @@ class QueryRun:
         """
         scan = self.driving
         stop = stop_rule(self._sinks[0], scan)
-        ((total,),) = self.con.sql(f"SELECT count(*) FROM ({scan_sql(scan)})").fetchall()
-        self.rows_total = int(total)
         # on the session's own connection, a window at a time (the batch work below runs
         # queries on it between windows): the statement's transaction, TEMP tables, settings
-        reader = driving_reader(self.con, scan, order=stop.order if stop is not None else (),
-                                first=self.options.batch_rows)  # fmt: skip
+        reader, self.rows_total = driving_reader(
+            self.con, scan, order=stop.order if stop is not None else (),
+            first=self.options.batch_rows,
+        )  # fmt: skip
         try:
             yield from self._loop(reader, stop)
         finally:

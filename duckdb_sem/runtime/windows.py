@@ -17,7 +17,8 @@ connection, all inside the statement's one transaction (``session.transaction``)
 - anything without a rowid (a view, a file, a table function, a registered DataFrame) is read
   once, whole, as an Arrow table, through the session connection.
 
-Windows adapt: one that yields few rows (a selective predicate) is followed by a wider one, up
+One query reads the rowid bounds and the row count of the scan (its filters applied, so the
+bounds are those of the rows it will give). Windows adapt: one that yields few rows (a selective predicate) is followed by a wider one, up
 to :data:`MAX_WINDOW` rows, so memory stays bounded by a window whatever the table's size.
 
 Example: a table of rowids 0..9,999 read with windows of 4,096 reads ``[0, 4096)``,
@@ -27,6 +28,7 @@ window is skipped by one ``min(rowid)`` query.
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Iterator, Sequence
 from typing import Any
 
@@ -36,27 +38,48 @@ import pyarrow as pa
 from duckdb_sem.plan.nodes import Scan, quote
 from duckdb_sem.runtime.plan_sql import scan_sql
 
-__all__ = ["MAX_WINDOW", "MIN_WINDOW", "driving_reader"]
+__all__ = ["MAX_WINDOW", "MIN_WINDOW", "ROWID", "driving_reader"]
 
 #: rows of the first window, and the widest one
 MIN_WINDOW = 2048
 MAX_WINDOW = 131_072
+#: the column a bounds query reads a scan's rowids by
+ROWID = "__sem_rowid"
+_ROWID = quote(ROWID)
 
 
 def driving_reader(
     con: Any, scan: Scan, *, order: Sequence[str] = (), first: int = MIN_WINDOW
-) -> pa.RecordBatchReader:
+) -> tuple[pa.RecordBatchReader, int]:
     """The rows of ``scan`` (its columns as attributes, its filters applied) as a reader whose
-    every batch is one window query on ``con``, run when the batch is read."""
+    every batch is one window query on ``con``, run when the batch is read; and how many rows
+    it will give."""
     source = scan_sql(scan)
-    schema = con.sql(f"SELECT * FROM ({source}) LIMIT 0").to_arrow_table().schema
-    if order:
-        batches = _pages(con, source, order, schema.names, first)
-    elif _has_rowid(con, scan):
-        batches = _rowid_windows(con, scan, first)
-    else:
+    if not order:
+        counted = _rowid_bounds(con, scan)
+        if counted is not None:
+            total, low, high = counted
+            windows = _rowid_windows(con, scan, low, high, first)
+            head = next(windows, None)
+            if head is None:
+                schema = _schema(con, source)
+                return pa.RecordBatchReader.from_batches(schema, iter(())), total
+            return _reader(head.schema, itertools.chain([head], windows)), total
         table: pa.Table = con.sql(source).to_arrow_table()
-        batches = iter(table.to_batches(max_chunksize=MAX_WINDOW))
+        return _reader(
+            table.schema, iter(table.to_batches(max_chunksize=MAX_WINDOW))
+        ), table.num_rows
+    ((total,),) = con.sql(f"SELECT count(*) FROM ({source})").fetchall()
+    schema = _schema(con, source)
+    return _reader(schema, _pages(con, source, order, schema.names, first)), int(total)
+
+
+def _schema(con: Any, source: str) -> pa.Schema:
+    schema: pa.Schema = con.sql(f"SELECT * FROM ({source}) LIMIT 0").to_arrow_table().schema
+    return schema
+
+
+def _reader(schema: pa.Schema, batches: Iterator[pa.RecordBatch]) -> pa.RecordBatchReader:
     return pa.RecordBatchReader.from_batches(schema, _cast(batches, schema))
 
 
@@ -65,15 +88,19 @@ def _cast(batches: Iterator[pa.RecordBatch], schema: pa.Schema) -> Iterator[pa.R
         yield batch if batch.schema.equals(schema) else batch.cast(schema)
 
 
-def _has_rowid(con: Any, scan: Scan) -> bool:
-    """Whether ``scan`` reads a table that has rowids (views, files and DataFrames do not)."""
+def _rowid_bounds(con: Any, scan: Scan) -> tuple[int, int, int] | None:
+    """(rows, lowest rowid, highest rowid) of the scan's rows in the statement's snapshot, or
+    None when what it reads has no rowids (a view, a file, a table function, a DataFrame)."""
     try:
-        con.sql(
-            f"SELECT {quote(scan.alias)}.rowid FROM {scan.table} AS {quote(scan.alias)} LIMIT 0"
-        )
+        ((total, low, high),) = con.sql(
+            f"SELECT count(*), min({_ROWID}), max({_ROWID}) "
+            f"FROM ({scan_sql(scan, rowid_column=ROWID)})"
+        ).fetchall()
     except duckdb.Error:
-        return False
-    return True
+        return None
+    if low is None:
+        return 0, 0, -1
+    return int(total), int(low), int(high)
 
 
 def _next_width(width: int, got: int, want: int) -> int:
@@ -83,23 +110,22 @@ def _next_width(width: int, got: int, want: int) -> int:
     return width
 
 
-def _rowid_windows(con: Any, scan: Scan, first: int) -> Iterator[pa.RecordBatch]:
-    alias, table = quote(scan.alias), scan.table
-    ((low, high),) = con.sql(f"SELECT min(rowid), max(rowid) FROM {table}").fetchall()
-    if low is None:
-        return
+def _rowid_windows(
+    con: Any, scan: Scan, low: int, high: int, first: int
+) -> Iterator[pa.RecordBatch]:
     want = width = max(MIN_WINDOW, min(first, MAX_WINDOW))
-    lo = int(low)
+    lo = low
     while lo <= high:
-        hi = min(lo + width, int(high) + 1)
+        hi = min(lo + width, high + 1)
         batch: pa.Table = con.sql(scan_sql(scan, rowids=(lo, hi))).to_arrow_table()
-        yield from batch.to_batches()
+        if batch.num_rows:
+            yield from batch.to_batches()
         width = _next_width(width, batch.num_rows, want)
         lo = hi
-        if batch.num_rows == 0 and lo <= high:  # maybe a gap (deleted rows, then new ones)
+        if batch.num_rows == 0 and lo <= high:  # a gap (deleted rows, then new ones)
             ((nxt,),) = con.sql(
-                f"SELECT min({alias}.rowid) FROM {table} AS {alias} "
-                f"WHERE {alias}.rowid >= {lo} AND {alias}.rowid <= {int(high)}"
+                f"SELECT min({_ROWID}) FROM ({scan_sql(scan, rowid_column=ROWID)}) "
+                f"WHERE {_ROWID} >= {lo} AND {_ROWID} <= {high}"
             ).fetchall()
             if nxt is None:
                 return

@@ -24,7 +24,7 @@ import duckdb
 import pyarrow as pa
 
 from duckdb_sem.config import Settings
-from duckdb_sem.errors import ConfigError, PlanError, QueryCancelledError, SemError
+from duckdb_sem.errors import BindError, ConfigError, PlanError, QueryCancelledError, SemError
 from duckdb_sem.runtime.approximation import SETTINGS as APPROXIMATION_SETTINGS
 from duckdb_sem.runtime.approximation import Approximation, approximation_of
 from duckdb_sem.runtime.budget import SETTINGS as BUDGET_SETTINGS
@@ -150,6 +150,8 @@ class SemConnection:
             # Nothing runs yet: each fetch runs the plan on the SEU loop (a LIMIT stops it).
             return SemRelation(None, self, planned=route.statement, keep=statement)
         rel = self._translating(self._con.sql)(route.sql, params=params)
+        if rel is None:  # DuckDB's answer to a statement of only whitespace, ';' or comments
+            raise BindError(f"nothing to run: the statement {query!r} is empty")
         return SemRelation(rel, self, keep=statement)
 
     def execute(self, query: str, parameters: Sequence[Any] | None = None) -> SemConnection:

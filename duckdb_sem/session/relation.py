@@ -341,6 +341,37 @@ class SemRelation:
         stream.close()
         return schema
 
+    def project(self, *expressions: Any, groups: str = "") -> SemRelation:
+        """DuckDB's ``project``; expressions with a semantic call (``"id, sem_map('{text}
+        gist') AS g"``) make a query over this relation, planned as a whole."""
+        if not _semantic(*expressions, groups):
+            return self._rewrap(self.relation.project(*expressions, groups=groups))
+        sql = f"SELECT {', '.join(expressions)} FROM ({self.sql_query()}) AS rel"
+        return self._over(sql + (f" GROUP BY {groups}" if groups else ""))
+
+    select = project
+
+    def aggregate(self, aggr_expr: Any, group_expr: str = "") -> SemRelation:
+        """DuckDB's ``aggregate``; with a semantic call (``"g, sem_agg('Summarize {text}')"``
+        grouped by ``"g"``) a query over this relation, planned as a whole."""
+        if not _semantic(aggr_expr, group_expr):
+            return self._rewrap(self.relation.aggregate(aggr_expr, group_expr))
+        sql = f"SELECT {aggr_expr} FROM ({self.sql_query()}) AS rel"
+        return self._over(sql + (f" GROUP BY {group_expr}" if group_expr else ""))
+
+    def order(self, order_expr: str) -> SemRelation:
+        """DuckDB's ``order``; a key with a semantic call orders a query over this relation."""
+        if not _semantic(order_expr):
+            return self._rewrap(self.relation.order(order_expr))
+        return self._over(f"SELECT * FROM ({self.sql_query()}) AS rel ORDER BY {order_expr}")
+
+    sort = order
+
+    def _over(self, sql: str) -> SemRelation:
+        result = self._owner.sql(sql)
+        result._keep = (self._keep, result._keep)
+        return result
+
     def filter(self, condition: str) -> SemRelation:
         """A predicate, relational or semantic (``"sem_filter('{text} ...')"``): inside an open
         chain it is planned with the chain; a query not yet run, or a condition with a
@@ -407,6 +438,11 @@ class _Cursor:
         else:
             out, self._rows = self._rows[:n], self._rows[n:]
         return out
+
+
+def _semantic(*parts: Any) -> bool:
+    """Whether any of the relation-method arguments ``parts`` holds a semantic call."""
+    return any(isinstance(p, str) and "sem_" in p.lower() for p in parts)
 
 
 def with_limit(sql: str, n: int, offset: int) -> str:

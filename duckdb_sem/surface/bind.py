@@ -69,7 +69,8 @@ def parse_statement(sql: str) -> exp.Expr:
     the front end parses a semantic statement once, and both roads read this tree."""
     try:
         statements = sqlglot.parse(sql, dialect="duckdb")
-    except sqlglot.errors.ParseError as err:
+    except sqlglot.errors.SqlglotError as err:  # a parse or tokenizer error
+        duckdb.extract_statements(sql)  # DuckDB's own parser error says best what is wrong
         raise BindError(f"cannot parse SQL with a semantic call: {err}") from None
     if len(statements) != 1 or statements[0] is None:
         raise BindError("semantic SQL must be a single statement; run statements one at a time")
