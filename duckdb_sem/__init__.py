@@ -40,12 +40,8 @@ from duckdb_sem.errors import (
     UnknownColumnError,
     UnknownModelError,
 )
-from duckdb_sem.runtime.budget import Budget
 from duckdb_sem.runtime.context import QueryStats
-from duckdb_sem.runtime.embeddings import Embeddings
-from duckdb_sem.runtime.operators import SemEngine
-from duckdb_sem.scheduler.models import Models, refuse_on_sidecar
-from duckdb_sem.scheduler.shared import scheduler_for
+from duckdb_sem.session import factory
 from duckdb_sem.session.connection import SemConnection, SemRelation
 from duckdb_sem.surface.udfs import SemSession
 
@@ -130,22 +126,25 @@ def install(
         max_llm_calls=max_llm_calls, max_prompt_tokens=max_prompt_tokens,
         embed_backend=embed_backend if isinstance(embed_backend, str) else None,
     )  # fmt: skip
-    for name, _ in [*settings.models, *(models or {}).items()]:
-        refuse_on_sidecar(settings, name)  # before the sidecar is even asked
-    client = scheduler_for(settings, backend if isinstance(backend, Backend) else None)
-    try:
-        named = Models.configured(client, settings, models)
-    except BaseException:
-        client.close()
-        raise
-    budget = Budget(settings.max_llm_calls, settings.max_prompt_tokens)
-    embedder = embed_backend if isinstance(embed_backend, Backend) else None
-    embeddings = Embeddings(settings, backend=embedder)
-    engine = SemEngine(client, batch_size=settings.batch_size, models=named,
-                       embeddings=embeddings)  # fmt: skip
-    session = SemSession(con, engine, budget=budget)
-    session.install()
-    return session
+    return _install(con, settings, backend=backend, models=models, embed_backend=embed_backend)
+
+
+def _install(
+    con: duckdb.DuckDBPyConnection,
+    settings: Settings,
+    *,
+    backend: str | Backend | None,
+    models: Mapping[str, str | Backend] | None,
+    embed_backend: str | Backend | None,
+) -> SemSession:
+    """The engine of ``settings`` (assembled once by the caller) installed in ``con``."""
+    engine = factory.new_engine(
+        settings,
+        backend=backend if isinstance(backend, Backend) else None,
+        models=models,
+        embed_backend=embed_backend if isinstance(embed_backend, Backend) else None,
+    )
+    return factory.attach(con, engine, settings)
 
 
 def connect(
@@ -206,10 +205,7 @@ def connect(
         filter_helper=filter_helper,
         confidence=confidence,
     )
-    session = install(con, backend=backend, cache=cache, scheduler=scheduler, batch_size=batch_size,
-                      max_llm_calls=max_llm_calls, max_prompt_tokens=max_prompt_tokens,
-                      models=models, embed_backend=embed_backend,
-                      retry_failures=retry_failures)  # fmt: skip
+    session = _install(con, settings, backend=backend, models=models, embed_backend=embed_backend)
     return SemConnection(con, session, settings, optimize=optimize)
 
 

@@ -33,10 +33,8 @@ from duckdb_sem.errors import ConfigError, SemError
 from duckdb_sem.pgwire.catalog import COMPAT_MACROS, install_compat
 from duckdb_sem.pgwire.policy import Policy
 from duckdb_sem.runtime.context import QueryContext
-from duckdb_sem.runtime.embeddings import Embeddings
 from duckdb_sem.runtime.operators import SemEngine
-from duckdb_sem.scheduler.models import Models
-from duckdb_sem.scheduler.shared import scheduler_for
+from duckdb_sem.session import factory
 from duckdb_sem.session.connection import SemConnection
 from duckdb_sem.surface.aliases import ALIASES
 from duckdb_sem.surface.udfs import SemSession
@@ -153,10 +151,7 @@ class Database:
             settings = replace(settings, cache_path=parse_cache(options.cache))
         self.settings = settings
         self._base = _open(options)
-        client = scheduler_for(settings)
-        models = Models.configured(client, settings)  # DUCKDB_SEM_MODELS: every session's
-        self.engine = SemEngine(client, batch_size=settings.batch_size, models=models,
-                                embeddings=Embeddings(settings))  # fmt: skip
+        self.engine = factory.new_engine(settings)  # DUCKDB_SEM_MODELS: every session's
         self.routed = RoutedSession(self._base, self.engine)
         self.routed.install(shared=True)
         (name,) = self._base.execute("SELECT current_database()").fetchone() or ("memory",)

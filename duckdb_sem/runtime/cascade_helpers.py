@@ -30,8 +30,8 @@ from duckdb_sem.llm.request import Completion, LLMRequest, OperatorKind
 from duckdb_sem.llm.template import parse_template
 from duckdb_sem.runtime.context import QueryContext
 from duckdb_sem.runtime.embeddings import Embeddings
-from duckdb_sem.runtime.waiting import wait_for
-from duckdb_sem.scheduler.seu import SEU, SchedulerClient, Served
+from duckdb_sem.runtime.submit import HELPER, submit
+from duckdb_sem.scheduler.seu import SchedulerClient
 
 __all__ = ["HELPER_LABEL", "EmbedHelper", "Helper", "ModelHelper", "Sides", "choose_helper"]
 
@@ -100,17 +100,10 @@ class ModelHelper:
             if sig is not None and request is not None and query.memo.get(sig) is None:
                 todo[sig] = request
         query.add(helper_calls=sum(1 for s in sigs if s is not None))
-        items = list(todo.items())
-        for start in range(0, len(items), self.batch_size):
-            chunk = items[start : start + self.batch_size]
-            seu = SEU(query.query_id, HELPER_LABEL, tuple(r for _, r in chunk), 0.0,
-                      query.connection)  # fmt: skip
-            result = wait_for(self.client, self.client.submit(seu), query)
-            for (sig, _), completion, how in zip(chunk, result.completions, result.served,
-                                                 strict=True):  # fmt: skip
-                query.memo[sig] = completion
-                if how is Served.CACHE:
-                    query.add(helper_cache_hits=1)
+        for sig, completion, _ in submit(self.client, list(todo.items()), query=query,
+                                         label=HELPER_LABEL, ledger=HELPER,
+                                         batch_size=self.batch_size):  # fmt: skip
+            query.memo[sig] = completion
         out: list[float | None] = []
         for sig in sigs:
             hit = None if sig is None else query.memo.get(sig)

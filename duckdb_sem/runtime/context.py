@@ -38,6 +38,7 @@ class QueryStats:
     seus: int = 0
     # the estimator's samples (a small model's work, not the target's; scheduled and cached)
     estimator_calls: int = 0
+    estimator_physical_calls: int = 0  # samples the estimator's model ran
     estimator_cache_hits: int = 0
     rows: int = 0  # rows that went through semantic operators
     llm_wait_seconds: float = 0.0
@@ -48,6 +49,7 @@ class QueryStats:
     embed_wait_seconds: float = 0.0
     # a cascaded sem_filter (runtime.cascade): the helper's work, and who decided each row
     helper_calls: int = 0  # virtual: rows the helper model scored (embeddings: embed_calls)
+    helper_physical_calls: int = 0  # rows the helper model ran (not cached)
     helper_cache_hits: int = 0
     cascade_helper_rows: int = 0  # rows the helper decided, no target call
     cascade_target_rows: int = 0  # rows the target answered (its sample included)

@@ -26,8 +26,8 @@ from duckdb_sem.backends.embedder import embed_request
 from duckdb_sem.config import Settings
 from duckdb_sem.errors import ConfigError
 from duckdb_sem.runtime.context import QueryContext
-from duckdb_sem.runtime.waiting import wait_for
-from duckdb_sem.scheduler.seu import SEU, SchedulerClient, Served
+from duckdb_sem.runtime.submit import EMBEDDINGS, submit
+from duckdb_sem.scheduler.seu import SchedulerClient
 from duckdb_sem.scheduler.shared import scheduler_for
 
 __all__ = ["Embeddings"]
@@ -90,24 +90,17 @@ class Embeddings:
                 todo.append(text)
         asked = sum(1 for t in texts if t is not None)
         query.add(embed_calls=asked)
-        for start in range(0, len(todo), self.batch_size):
-            chunk = todo[start : start + self.batch_size]
-            seu = SEU(query.query_id, "sem_embed", tuple(requests[t] for t in chunk), 0.0,
-                      query.connection)  # fmt: skip
-            result = wait_for(client, client.submit(seu), query, waited="embed_wait_seconds")
-            for text, completion, how in zip(chunk, result.completions, result.served,
-                                             strict=True):  # fmt: skip
-                if completion.value is None:
-                    raise ConfigError(
-                        f"{self.spec}: no vector for a text ({completion.error or 'no value'})"
-                    )
-                vector = np.asarray(completion.value, dtype=np.float32)
-                query.memo[sigs[text]] = vector
-                got[text] = vector
-                if how is Served.BACKEND:
-                    query.add(embed_physical_calls=1)
-                elif how is Served.CACHE:
-                    query.add(embed_cache_hits=1)
+        items = [(sigs[t], requests[t]) for t in todo]
+        texts_of = {sigs[t]: t for t in todo}
+        for sig, completion, _ in submit(client, items, query=query, label="sem_embed",
+                                         ledger=EMBEDDINGS, batch_size=self.batch_size):  # fmt: skip
+            if completion.value is None:
+                raise ConfigError(
+                    f"{self.spec}: no vector for a text ({completion.error or 'no value'})"
+                )
+            vector = np.asarray(completion.value, dtype=np.float32)
+            query.memo[sig] = vector
+            got[texts_of[sig]] = vector
         dims = len(next(iter(got.values()))) if got else self.dimensions()
         out = np.zeros((len(texts), dims), dtype=np.float32)
         for i, maybe in enumerate(texts):

@@ -11,12 +11,11 @@ the target's work.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from concurrent.futures import TimeoutError as FutureTimeout
 
-from duckdb_sem.errors import QueryCancelledError
 from duckdb_sem.llm.request import Completion, LLMRequest
 from duckdb_sem.runtime.context import QueryContext
-from duckdb_sem.scheduler.seu import SEU, SchedulerClient, Served
+from duckdb_sem.runtime.submit import ESTIMATOR, submit
+from duckdb_sem.scheduler.seu import SchedulerClient
 
 __all__ = ["ESTIMATOR_LABEL", "scheduled_samples"]
 
@@ -30,22 +29,11 @@ def scheduled_samples(
     """A ``complete(requests)`` that submits the requests as one SEU of ``query``."""
 
     def complete(requests: Sequence[LLMRequest]) -> list[Completion]:
-        query_id = query.query_id if query is not None else "estimator"
-        seu = SEU(query_id, ESTIMATOR_LABEL, tuple(requests), 0.0,
-                  query.connection if query is not None else "")  # fmt: skip
-        future = client.submit(seu)
-        while True:
-            if query is not None and query.cancelled.is_set():
-                client.cancel(query.query_id)
-                raise QueryCancelledError(f"query {query.query_id} was cancelled")
-            try:
-                result = future.result(timeout=0.05)
-                break
-            except FutureTimeout:
-                continue
-        if query is not None:
-            hits = sum(1 for s in result.served if s is Served.CACHE)
-            query.add(estimator_calls=len(requests), estimator_cache_hits=hits)
-        return list(result.completions)
+        context = query if query is not None else QueryContext(query_id="estimator")
+        items = [(r.signature(client.backend_id), r) for r in requests]
+        answered = submit(client, items, query=context, label=ESTIMATOR_LABEL,
+                          ledger=ESTIMATOR, batch_size=max(1, len(items)))  # fmt: skip
+        context.add(estimator_calls=len(requests))
+        return [completion for _, completion, _ in answered]
 
     return complete

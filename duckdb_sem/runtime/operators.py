@@ -25,11 +25,11 @@ from duckdb_sem.llm.render import render_column, render_lists
 from duckdb_sem.llm.request import Completion, LLMRequest, OperatorKind, Task
 from duckdb_sem.llm.template import Template, parse_template
 from duckdb_sem.optimizer.cost import CostModel
-from duckdb_sem.runtime.context import Progress, QueryContext
+from duckdb_sem.runtime.context import QueryContext
 from duckdb_sem.runtime.embeddings import Embeddings
-from duckdb_sem.runtime.waiting import wait_for
+from duckdb_sem.runtime.submit import COMPLETIONS, submit
 from duckdb_sem.scheduler.models import Models
-from duckdb_sem.scheduler.seu import SEU, SchedulerClient, Served
+from duckdb_sem.scheduler.seu import SchedulerClient
 
 __all__ = ["AGG_CHUNK_CHARS", "SemEngine"]
 
@@ -191,51 +191,16 @@ class SemEngine:
         left = [0.0] * (len(items) + 1)
         for i in range(len(items) - 1, -1, -1):
             left[i] = left[i + 1] + _request_cost(items[i][1])
-        done = 0
-        debug = log.isEnabledFor(logging.DEBUG)
-        for start in range(0, len(items), self.batch_size):
-            chunk = items[start : start + self.batch_size]
-            if query.budget is not None and query.budget.limited:
-                done_so_far = query.stats()
-                query.budget.check(
-                    query_id=query.query_id, calls_so_far=done_so_far.physical_calls,
-                    tokens_so_far=done_so_far.physical_prompt_tokens, pending=chunk,
-                    cached=lambda sigs: _cached(client, sigs),
-                )  # fmt: skip
-            if debug:  # -vv: one line per request, what is asked (the row as rendered)
-                for sig, r in chunk:
-                    log.debug("%s %s %s %s: %r", query.query_id, label, sig[:12],
-                              r.output.task.value, r.row[:300])  # fmt: skip
-            remaining = left[start]
-            if query.remaining_cost is not None:  # the estimator's figure, when planned
-                remaining = max(query.remaining_cost, remaining)
-            seu = SEU(
-                query.query_id, label, tuple(r for _, r in chunk), remaining, query.connection
-            )
-            result = wait_for(client, client.submit(seu), query, waited="llm_wait_seconds")
-            for (sig, _), completion, how in zip(
-                chunk, result.completions, result.served, strict=True
-            ):
-                query.memo[sig] = completion
-                got[sig] = completion
-                if how is Served.BACKEND:
-                    query.add(
-                        physical_calls=1,
-                        physical_prompt_tokens=completion.prompt_tokens,
-                        physical_completion_tokens=completion.completion_tokens,
-                    )
-                elif how is Served.CACHE:
-                    query.add(cache_hits=1)
-                else:
-                    query.add(fused=1)
-                if completion.error is not None:
-                    query.add(null_outputs=1)
-                    log.warning(
-                        "%s: NULL for unparseable model output: %s", label, completion.error
-                    )
-            done += len(chunk)
-            query.add(seus=1)
-            query.emit(Progress(query.query_id, label, done, len(items), 1))
+        if log.isEnabledFor(logging.DEBUG):  # -vv: one line per request, the row as rendered
+            for sig, r in items:
+                log.debug("%s %s %s %s: %r", query.query_id, label, sig[:12],
+                          r.output.task.value, r.row[:300])  # fmt: skip
+        answered = submit(client, items, query=query, label=label, ledger=COMPLETIONS,
+                          batch_size=self.batch_size, remaining=left.__getitem__,
+                          cached=lambda s: _cached(client, s))  # fmt: skip
+        for sig, completion, _ in answered:
+            query.memo[sig] = completion
+            got[sig] = completion
         out: list[Completion | None] = []
         for sig in sigs:
             if sig is None:

@@ -30,13 +30,11 @@ from duckdb_sem.runtime.approximation import Approximation, approximation_of
 from duckdb_sem.runtime.budget import SETTINGS as BUDGET_SETTINGS
 from duckdb_sem.runtime.budget import Budget
 from duckdb_sem.runtime.context import Progress, QueryStats
-from duckdb_sem.runtime.dry_run import DryBackend, DryRun
-from duckdb_sem.runtime.embeddings import Embeddings
+from duckdb_sem.runtime.dry_run import DryRun
 from duckdb_sem.runtime.entry import options_from_settings, run_query
-from duckdb_sem.runtime.operators import SemEngine
 from duckdb_sem.runtime.progress import QueryProgress, RuntimeOptions
 from duckdb_sem.scheduler.models import DEFAULT_MODEL, Models
-from duckdb_sem.scheduler.shared import scheduler_for
+from duckdb_sem.session import factory
 from duckdb_sem.session.explain import explain_semantic
 from duckdb_sem.session.relation import SemRelation
 from duckdb_sem.session.result import PlannedStream
@@ -149,7 +147,7 @@ class SemConnection:
         if route.planned is not None:
             # Nothing runs yet: each fetch runs the plan on the SEU loop (a LIMIT stops it).
             return SemRelation(None, self, planned=route.statement, keep=statement)
-        rel = self._translating(self._con.sql)(route.sql, params=params)
+        rel = self.translating(self._con.sql)(route.sql, params=params)
         if rel is None:  # DuckDB's answer to a statement of only whitespace, ';' or comments
             raise BindError(f"nothing to run: the statement {query!r} is empty")
         return SemRelation(rel, self, keep=statement)
@@ -179,26 +177,26 @@ class SemConnection:
         if route.planned is not None:
             self._pending = self.stream_planned(route.statement, route=route)
             return self
-        self._translating(self._con.execute)(route.sql, parameters)
+        self.translating(self._con.execute)(route.sql, parameters)
         self._raw_pending = True
         return self
 
     def fetchall(self) -> list[tuple[Any, ...]]:
         if self._pending is not None:
-            return self._translating(self._pending.fetchall)()  # type: ignore[no-any-return]
-        rows: list[tuple[Any, ...]] = self._translating(self._con.fetchall)()
+            return self.translating(self._pending.fetchall)()  # type: ignore[no-any-return]
+        rows: list[tuple[Any, ...]] = self.translating(self._con.fetchall)()
         return rows
 
     def fetchone(self) -> tuple[Any, ...] | None:
         if self._pending is not None:
-            return self._translating(self._pending.fetchone)()  # type: ignore[no-any-return]
-        row: tuple[Any, ...] | None = self._translating(self._con.fetchone)()
+            return self.translating(self._pending.fetchone)()  # type: ignore[no-any-return]
+        row: tuple[Any, ...] | None = self.translating(self._con.fetchone)()
         return row
 
     def fetchmany(self, size: int = 1) -> list[tuple[Any, ...]]:
         if self._pending is not None:
-            return self._translating(self._pending.fetchmany)(size)  # type: ignore[no-any-return]
-        rows: list[tuple[Any, ...]] = self._translating(self._con.fetchmany)(size)
+            return self.translating(self._pending.fetchmany)(size)  # type: ignore[no-any-return]
+        rows: list[tuple[Any, ...]] = self.translating(self._con.fetchmany)(size)
         return rows
 
     def arrow(self) -> Any:
@@ -208,10 +206,10 @@ class SemConnection:
         DB-API-style call means, so the warning is silenced here. ``con.sql(q).arrow()`` avoids it.
         """
         if self._pending is not None:
-            return self._translating(self._pending.arrow)()
+            return self.translating(self._pending.arrow)()
         with warnings.catch_warnings():
             warnings.filterwarnings("ignore", message="Arrow output on a DB-API result")
-            return self._translating(self._con.to_arrow_table)()
+            return self.translating(self._con.to_arrow_table)()
 
     def to_arrow_table(self) -> Any:
         return self.arrow()
@@ -221,12 +219,12 @@ class SemConnection:
             return self._pending.reader
         with warnings.catch_warnings():
             warnings.filterwarnings("ignore", message="Arrow output on a DB-API result")
-            return self._translating(self._con.to_arrow_reader)(batch_size)
+            return self.translating(self._con.to_arrow_reader)(batch_size)
 
     def df(self) -> Any:
         if self._pending is not None:
-            return self._translating(self._pending.relation)().df()  # DuckDB's conversion
-        return self._translating(self._con.df)()
+            return self.translating(self._pending.relation)().df()  # DuckDB's conversion
+        return self.translating(self._con.df)()
 
     fetchdf = df
 
@@ -255,15 +253,9 @@ class SemConnection:
         """A new connection to the same database with the semantic functions: its own session
         (query context, UDF names) on this connection's engine, scheduler and cache."""
         raw = self._con.cursor()
-        client = self.session.engine.client
-        share = getattr(client, "share", None)  # a handle of its own, released by its close()
-        own = share() if share is not None else client
-        engine = SemEngine(own, batch_size=self.session.engine.batch_size,
-                           models=self.models.share(own),
-                           embeddings=self._embeddings())  # fmt: skip
-        session = SemSession(raw, engine)
-        session.install()
-        child = SemConnection(raw, session, self.settings, optimize=self.optimize)
+        engine = factory.shared_engine(self.session.engine, self.settings)
+        child = SemConnection(raw, factory.attach(raw, engine), self.settings,
+                              optimize=self.optimize)  # fmt: skip
         child.runtime = self.runtime
         child.approximation = self.approximation
         return child
@@ -284,20 +276,10 @@ class SemConnection:
         refused = _not_dry_runnable(query)
         if refused is not None:
             return DryRun({}, 0.0, refused)
-        settings = dataclasses.replace(self.settings, cache_path=None, scheduler_url=None,
-                                       max_llm_calls=None, max_prompt_tokens=None)  # fmt: skip
-        counters = {name: DryBackend(name) for name in self.models.names()}
-        client = scheduler_for(settings, counters[DEFAULT_MODEL])
-        models = Models(client, settings)
-        for name, counter in counters.items():
-            if name != DEFAULT_MODEL:
-                models.register(name, counter)
+        engine, counters = factory.dry_engine(self.session.engine, self.settings)
         raw = self._con.cursor()
-        engine = SemEngine(client, batch_size=self.session.engine.batch_size, models=models,
-                           embeddings=self._embeddings())  # fmt: skip
-        session = SemSession(raw, engine)
-        session.install()
-        twin = SemConnection(raw, session, settings, optimize=self.optimize)
+        twin = SemConnection(raw, factory.attach(raw, engine), factory.dry_settings(self.settings),
+                             optimize=self.optimize)  # fmt: skip
         twin.runtime = dataclasses.replace(self.runtime_options(), estimator=None,
                                            estimator_client=None, helper_client=None)  # fmt: skip
         twin.approximation = Approximation()  # lossless plans only
@@ -319,10 +301,6 @@ class SemConnection:
         spend = {None if n == DEFAULT_MODEL else n: c.spend() for n, c in counters.items()}
         return DryRun(spend, time.perf_counter() - started)
 
-    def _embeddings(self) -> Embeddings:
-        own = self.session.engine.embeddings
-        return own.another() if own is not None else Embeddings(self.settings)
-
     def __getattr__(self, name: str) -> Any:
         """DuckDB's own methods; those that return a relation (``read_csv``, ``read_parquet``,
         ``read_json``, ``values``, ``from_query``, ...) return a semantic-capable one."""
@@ -331,7 +309,7 @@ class SemConnection:
             return attr
 
         def call(*args: Any, **kwargs: Any) -> Any:
-            value = self._translating(attr)(*args, **kwargs)
+            value = self.translating(attr)(*args, **kwargs)
             if isinstance(value, duckdb.DuckDBPyRelation):
                 return SemRelation(value, self)
             return value
@@ -567,7 +545,7 @@ class SemConnection:
         )
         return text.splitlines()
 
-    def _translating(self, fn: Callable[..., Any]) -> Callable[..., Any]:
+    def translating(self, fn: Callable[..., Any]) -> Callable[..., Any]:
         def call(*args: Any, **kwargs: Any) -> Any:
             try:
                 return fn(*args, **kwargs)

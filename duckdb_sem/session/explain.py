@@ -20,7 +20,7 @@ from __future__ import annotations
 import dataclasses
 import time
 from collections.abc import Iterator
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from duckdb_sem.backends.base import plain_chat
 from duckdb_sem.llm.prompts import build_request
@@ -40,11 +40,9 @@ from duckdb_sem.runtime.entry import (
 )
 from duckdb_sem.runtime.plan_sql import scan_sql
 from duckdb_sem.runtime.progress import RuntimeOptions
+from duckdb_sem.session.protocol import Session
 from duckdb_sem.session.statements import Planned, Route, registered
 from duckdb_sem.session.transaction import StatementTransaction
-
-if TYPE_CHECKING:
-    from duckdb_sem.session.connection import SemConnection
 
 __all__ = ["estimate_lines", "explain_semantic", "models_line", "statistics_line"]
 
@@ -63,7 +61,7 @@ def statistics_line(prepared: Prepared, options: RuntimeOptions) -> str:
 
 
 def explain_semantic(
-    con: SemConnection,
+    con: Session,
     sql: str,
     *,
     analyze: bool = False,
@@ -97,7 +95,7 @@ def explain_semantic(
 
 
 def _explain_one(
-    con: SemConnection, sql: str, plan: Node, query: Any, options: RuntimeOptions, road: str,
+    con: Session, sql: str, plan: Node, query: Any, options: RuntimeOptions, road: str,
     *, analyze: bool, verbose: bool, runner_ups: int = 3,
 ) -> str:  # fmt: skip
     """The explanation of one planned SELECT (``plan``: its written plan)."""
@@ -125,9 +123,7 @@ def _explain_one(
     return "\n".join([text, *spend, road, head, *run.report().lines(), *prompts])
 
 
-def _explain_parts(
-    con: SemConnection, route: Route, road: str, *, analyze: bool, verbose: bool
-) -> str:
+def _explain_parts(con: Session, route: Route, road: str, *, analyze: bool, verbose: bool) -> str:
     """A planned statement of several parts: the units computed first, each with its plan
     (estimated over placeholders of the units it reads), then its SELECT, then its write."""
     assert route.planned is not None
@@ -163,7 +159,7 @@ def _parts(planned: Planned) -> list[tuple[str, Planned]]:
     return [*out, ("", planned)]
 
 
-def estimate_lines(con: SemConnection, plan: Node, estimates: dict[Path, Estimate]) -> list[str]:
+def estimate_lines(con: Session, plan: Node, estimates: dict[Path, Estimate]) -> list[str]:
     """The plan's estimated calls and tokens, time on each model's backend (from its
     throughput figure) and, when a price is configured, money."""
     by_model: dict[str | None, list[Estimate]] = {}
@@ -174,7 +170,7 @@ def estimate_lines(con: SemConnection, plan: Node, estimates: dict[Path, Estimat
     return spend_by_model(con, {name: total(items) for name, items in by_model.items()})
 
 
-def spend_by_model(con: SemConnection, spend: dict[str | None, Spend]) -> list[str]:
+def spend_by_model(con: Session, spend: dict[str | None, Spend]) -> list[str]:
     """The ``estimated:`` line of the summed ``spend``, a ``time`` line per model (``None``:
     the default) and the money line: each model at its own price (``?price_in=&price_out=``
     in its spec), else at the connection's (``price_per_mtok_in/_out``)."""
@@ -198,7 +194,7 @@ def spend_by_model(con: SemConnection, spend: dict[str | None, Spend]) -> list[s
     return [*lines, *_money_lines(priced)]
 
 
-def _price(con: SemConnection, name: str | None) -> Price | None:
+def _price(con: Session, name: str | None) -> Price | None:
     """Model ``name``'s price: its spec's, else the connection's, else None."""
     own = con.models.price(name)
     if own is not None:
@@ -243,7 +239,7 @@ def _walk(node: Node, path: Path) -> Iterator[tuple[Path, Node]]:
         yield from _walk(child, (*path, i))
 
 
-def models_line(con: SemConnection, plan: Node) -> str:
+def models_line(con: Session, plan: Node) -> str:
     """``models: default = ..., fast = ...`` for a plan with a call on a named model, else ''."""
     names = {c.options.model_name for n in plan.walk() if (c := getattr(n, "call", None))}
     if names <= {None, "default"}:
@@ -256,7 +252,7 @@ def models_line(con: SemConnection, plan: Node) -> str:
     return "models: " + "; ".join(shown)
 
 
-def prompt_lines(con: SemConnection, plan: Node) -> list[str]:
+def prompt_lines(con: Session, plan: Node) -> list[str]:
     """What each semantic operator of ``plan`` asks for its first row: the model's backend,
     the decoding parameters, the output, and the chat as the backend sends it."""
     lines = ["prompts (the first row of each operator):"]
@@ -285,7 +281,7 @@ def prompt_lines(con: SemConnection, plan: Node) -> list[str]:
     return lines
 
 
-def _first_request(con: SemConnection, plan: Node, call: SemCall) -> LLMRequest | None:
+def _first_request(con: Session, plan: Node, call: SemCall) -> LLMRequest | None:
     """The request ``call`` makes for the first row of its scans (a map output it reads is
     shown as a placeholder)."""
     scans = {a: n for n in plan.walk() if isinstance(n, Scan) for a in n.produces}
@@ -307,9 +303,7 @@ def _first_request(con: SemConnection, plan: Node, call: SemCall) -> LLMRequest 
                          labels=call.labels)  # fmt: skip
 
 
-def _unplanned(
-    con: SemConnection, sql: str, bound_sql: str, why: str, *, analyze: bool = False
-) -> str:
+def _unplanned(con: Session, sql: str, bound_sql: str, why: str, *, analyze: bool = False) -> str:
     """``bound_sql``: the statement as the UDF path runs it; its spend comes from a dry run
     of ``sql`` (:mod:`duckdb_sem.runtime.dry_run`). With ``analyze`` the statement then runs
     for real (as in Postgres, a write is done) and what it asked is added."""
@@ -334,7 +328,7 @@ def _unplanned(
     return "\n".join(lines)
 
 
-def _actual_line(con: SemConnection, sql: str) -> str:
+def _actual_line(con: Session, sql: str) -> str:
     """Run ``sql`` on ``con`` to its last row and say what it asked the models."""
     started = time.perf_counter()
     con.run_to_end(sql)

@@ -31,7 +31,7 @@ from duckdb_sem.scheduler.models import DEFAULT_MODEL, Models, refuse_on_sidecar
 from duckdb_sem.scheduler.shared import scheduler_for
 from duckdb_sem.surface.udfs import SemSession
 
-__all__ = ["attach", "dry_engine", "new_engine", "shared_engine"]
+__all__ = ["attach", "dry_engine", "dry_settings", "new_engine", "shared_engine"]
 
 
 def new_engine(
@@ -68,11 +68,16 @@ def shared_engine(engine: SemEngine, settings: Settings) -> SemEngine:
                      embeddings=embeddings or Embeddings(settings))  # fmt: skip
 
 
+def dry_settings(settings: Settings) -> Settings:
+    """``settings`` for a dry run: no cache, no sidecar, no budget."""
+    return dataclasses.replace(settings, cache_path=None, scheduler_url=None,
+                               max_llm_calls=None, max_prompt_tokens=None)  # fmt: skip
+
+
 def dry_engine(engine: SemEngine, settings: Settings) -> tuple[SemEngine, dict[str, DryBackend]]:
     """An engine whose every model (the default and each named one of ``engine``) is a
     counting :class:`DryBackend`, with no cache and no budget: what a dry run asks."""
-    settings = dataclasses.replace(settings, cache_path=None, scheduler_url=None,
-                                   max_llm_calls=None, max_prompt_tokens=None)  # fmt: skip
+    settings = dry_settings(settings)
     counters = {name: DryBackend(name) for name in engine.models.names()}
     client = scheduler_for(settings, counters[DEFAULT_MODEL])
     models = Models(client, settings)

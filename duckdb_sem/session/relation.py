@@ -2,7 +2,7 @@
 
 ``con.table('reviews').sem_filter('{text} is positive').sem_map('{text} in five words',
 name='gist')`` builds *one* SELECT (sources, ``sem_filter``/``sem_join`` conjuncts, ``sem_map``
-items) that goes through ``SemConnection.sql`` when it is fetched: it is bound and planned as a
+items) that goes through ``Session.sql`` when it is fetched: it is bound and planned as a
 whole, so the optimizer may reorder the chain's operators. ``sem_agg`` closes a chain (GROUP BY);
 ``sem_topk``/``sem_extract`` read the chain through the table functions. Every other attribute
 is DuckDB's: ``.filter('stars > 3')`` stays in the chain while it is open, the rest
@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import duckdb
 import pyarrow as pa
@@ -29,10 +29,8 @@ from duckdb_sem.errors import BindError, UnknownColumnError
 from duckdb_sem.llm.call_options import CallOptions
 from duckdb_sem.llm.prompts import check_labels
 from duckdb_sem.session.chain import Chain, ChainSource, quote_name
+from duckdb_sem.session.protocol import Session
 from duckdb_sem.session.result import PlannedStream
-
-if TYPE_CHECKING:
-    from duckdb_sem.session.connection import SemConnection
 
 __all__ = ["SemRelation", "with_limit"]
 
@@ -42,12 +40,12 @@ _TRANSLATED = {"fetchall", "fetchone", "fetchmany", "arrow", "df", "fetchdf", "p
 
 
 class SemRelation:
-    """A relation of a ``SemConnection``; see the module docstring."""
+    """A relation of a ``Session``; see the module docstring."""
 
     def __init__(
         self,
         relation: duckdb.DuckDBPyRelation | None,
-        owner: SemConnection,
+        owner: Session,
         *,
         chain: Chain | None = None,
         sql: str | None = None,
@@ -66,9 +64,9 @@ class SemRelation:
 
     # -- construction ------------------------------------------------------------------------
     @classmethod
-    def of_table(cls, owner: SemConnection, name: str) -> SemRelation:
+    def of_table(cls, owner: Session, name: str) -> SemRelation:
         """``con.table(name)``: a table, view, or DataFrame/Arrow object in the caller's scope."""
-        sources = owner._sources
+        sources = owner.sources
         keep = sources.hold(sources.caller_objects(f"SELECT * FROM {name}"))
         try:
             table = exp.to_table(name, dialect="duckdb")
@@ -80,10 +78,10 @@ class SemRelation:
         return cls(None, owner, chain=Chain((source,)), keep=keep)
 
     @classmethod
-    def of_object(cls, owner: SemConnection, obj: object, alias: str = "df") -> SemRelation:
+    def of_object(cls, owner: Session, obj: object, alias: str = "df") -> SemRelation:
         """A relation over a DataFrame or Arrow object (``con.from_df``, ``con.from_arrow``)."""
-        name = owner._sources.unique_name("obj")
-        keep = owner._sources.hold({name: obj})
+        name = owner.sources.unique_name("obj")
+        keep = owner.sources.hold({name: obj})
         return cls.of_table(owner, name)._with(keep=keep).set_alias(alias)
 
     def _with(self, *, chain: Chain | None = None, keep: object = None) -> SemRelation:
@@ -103,8 +101,8 @@ class SemRelation:
         if target._rel is None and target._planned is not None:
             # a query not yet run stays a query: the chain reads it as a subquery (lazy)
             return Chain((ChainSource(f"({target._planned})", "rel", tuple(target.columns)),))
-        name = self._owner._sources.unique_name("rel")
-        self._keep = (self._keep, self._owner._sources.hold({name: self.relation}))
+        name = self._owner.sources.unique_name("rel")
+        self._keep = (self._keep, self._owner.sources.hold({name: self.relation}))
         columns = tuple(self.relation.columns)
         return Chain((ChainSource(quote_name(name), "rel", columns),))
 
@@ -238,8 +236,8 @@ class SemRelation:
             return self._sql
         if self._planned is not None:
             return self._planned
-        name = self._owner._sources.unique_name("rel")
-        self._keep = (self._keep, self._owner._sources.hold({name: self.relation}))
+        name = self._owner.sources.unique_name("rel")
+        self._keep = (self._keep, self._owner.sources.hold({name: self.relation}))
         return f"SELECT * FROM {quote_name(name)}"
 
     def _target(self) -> SemRelation:
@@ -253,7 +251,7 @@ class SemRelation:
 
     @property
     def relation(self) -> duckdb.DuckDBPyRelation:
-        """The DuckDB relation (the chain's query runs through ``SemConnection.sql`` first; a
+        """The DuckDB relation (the chain's query runs through ``Session.sql`` first; a
         planned query runs here, once, and its rows are kept)."""
         target = self._target()
         if target is not self:
@@ -267,17 +265,14 @@ class SemRelation:
         """The first ``n`` rows (after ``offset``): a planned query stops its LLM work there."""
         if self._rel is not None:
             return self._rewrap(self._rel.limit(n, offset))
-        sql = with_limit(self.sql_query(), int(n), int(offset))
-        result = self._owner.sql(sql)
-        result._keep = (self._keep, result._keep)
-        return result
+        return self._over(with_limit(self.sql_query(), int(n), int(offset)))
 
     def to_arrow_reader(self, batch_size: int = 1_000_000) -> pa.RecordBatchReader:
         """The rows as an Arrow stream; a planned query runs SEU by SEU as it is read."""
         target = self._target()
         if target._rel is None and target._planned is not None:
             return target._owner.stream_planned(target._planned).reader
-        reader: pa.RecordBatchReader = self._owner._translating(target.relation.to_arrow_reader)(
+        reader: pa.RecordBatchReader = self._owner.translating(target.relation.to_arrow_reader)(
             batch_size
         )
         return reader
@@ -298,19 +293,19 @@ class SemRelation:
                 target._cursor = target._owner.stream_planned(target._planned)
             else:
                 target._cursor = _Cursor(target.to_arrow_reader(2048))
-        return self._owner._translating(target._cursor.fetchmany)(size)  # type: ignore[no-any-return]
+        return self._owner.translating(target._cursor.fetchmany)(size)  # type: ignore[no-any-return]
 
     def fetchall(self) -> list[tuple[Any, ...]]:
         """Every row (after those ``fetchone``/``fetchmany`` returned, if they started)."""
         target = self._target()
         if target._cursor is not None:
-            rows: list[tuple[Any, ...]] = self._owner._translating(target._cursor.fetchmany)(None)
+            rows: list[tuple[Any, ...]] = self._owner.translating(target._cursor.fetchmany)(None)
             target._cursor = None
             return rows
         if target._rel is None and target._planned is not None:
             stream = target._owner.stream_planned(target._planned)
-            return self._owner._translating(stream.fetchall)()  # type: ignore[no-any-return]
-        out: list[tuple[Any, ...]] = self._owner._translating(target.relation.fetchall)()
+            return self._owner.translating(stream.fetchall)()  # type: ignore[no-any-return]
+        out: list[tuple[Any, ...]] = self._owner.translating(target.relation.fetchall)()
         return out
 
     @property
@@ -368,7 +363,8 @@ class SemRelation:
     sort = order
 
     def _over(self, sql: str) -> SemRelation:
-        result = self._owner.sql(sql)
+        """The relation of ``sql`` (over this one), holding what this one holds."""
+        result: SemRelation = self._owner.sql(sql)
         result._keep = (self._keep, result._keep)
         return result
 
@@ -405,7 +401,7 @@ class SemRelation:
             raise AttributeError(name)
         attr = getattr(self.relation, name)
         if name in _TRANSLATED:
-            return self._owner._translating(attr)
+            return self._owner.translating(attr)
         if callable(attr):
             return lambda *args, **kwargs: self._wrap(attr(*args, **kwargs))
         return attr

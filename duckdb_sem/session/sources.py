@@ -25,7 +25,7 @@ import sys
 import weakref
 from collections.abc import Callable, Iterator
 from types import FrameType
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import duckdb
 import pyarrow as pa
@@ -38,6 +38,7 @@ from duckdb_sem.runtime import similarity as sim
 from duckdb_sem.runtime import table_sources as ts
 from duckdb_sem.runtime.blocking import block_sem_joins, embeddings_of
 from duckdb_sem.runtime.execute_plan import execute_plan
+from duckdb_sem.session.protocol import Session
 from duckdb_sem.surface.bind import has_semantic_call, parse_statement
 from duckdb_sem.surface.similarity_calls import SimilarityCall, check_text_column
 from duckdb_sem.surface.table_functions import (
@@ -46,9 +47,6 @@ from duckdb_sem.surface.table_functions import (
     has_table_function,
     rewrite_table_functions,
 )
-
-if TYPE_CHECKING:
-    from duckdb_sem.session.connection import SemConnection
 
 __all__ = ["SourceRegistry", "Statement", "caller_frame", "is_arrow_like"]
 
@@ -106,7 +104,7 @@ class Statement:
 class SourceRegistry:
     """Per-connection registrations of caller-scope objects and table-function streams."""
 
-    def __init__(self, owner: SemConnection) -> None:
+    def __init__(self, owner: Session) -> None:
         self._owner = owner
         self._owners: dict[str, int] = {}  # registered name -> serial of its statement
         self._pending: list[tuple[list[str], int]] = []

@@ -1,0 +1,66 @@
+"""What the session's helpers (relations, sources, EXPLAIN) need of the session object.
+
+``SemConnection`` (:mod:`.connection`) is the one session object; :mod:`.relation`,
+:mod:`.sources` and :mod:`.explain` receive it typed as :class:`Session`, so they use only
+what this Protocol names, never another module's private members, and the package's modules
+import one way (connection at the top; see ``pyproject.toml``'s layer contract).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any, Protocol
+
+import duckdb
+import pyarrow as pa
+from sqlglot import exp
+
+from duckdb_sem.config import Settings
+from duckdb_sem.runtime.approximation import Approximation
+from duckdb_sem.runtime.context import QueryStats
+from duckdb_sem.runtime.dry_run import DryRun
+from duckdb_sem.runtime.progress import RuntimeOptions
+from duckdb_sem.scheduler.models import Models
+from duckdb_sem.session.result import PlannedStream
+from duckdb_sem.session.statements import Planned, Route
+from duckdb_sem.surface.udfs import SemSession
+
+__all__ = ["Session", "Sources"]
+
+
+class Sources(Protocol):
+    """The session's registry of what statements read from Python (``.sources``)."""
+
+    def open(self, sql: str, *, pin: bool = False, tree: exp.Expr | None = None) -> Any: ...
+    def hold(self, objects: dict[str, object]) -> Any: ...
+    def caller_objects(self, sql: str, statement: Any = None) -> dict[str, object]: ...
+    def unique_name(self, kind: str) -> str: ...
+
+
+class Session(Protocol):
+    """The session object as its helpers see it."""
+
+    settings: Settings
+    approximation: Approximation
+
+    @property
+    def duckdb(self) -> duckdb.DuckDBPyConnection: ...
+    @property
+    def session(self) -> SemSession: ...
+    @property
+    def models(self) -> Models: ...
+    @property
+    def sources(self) -> Sources: ...
+
+    def sql(self, query: str, *, params: Sequence[Any] | None = None, tree: Any = None) -> Any: ...
+    def cursor(self) -> Session: ...
+    def route(self, statement: Any, params: Sequence[Any] | None = None) -> Route: ...
+    def stream_planned(self, sql: str, *, route: Route | None = None) -> PlannedStream: ...
+    def placeholders(self, planned: Planned) -> dict[str, pa.Table]: ...
+    def discard_results(self) -> None: ...
+    def translating(self, fn: Callable[..., Any]) -> Callable[..., Any]: ...
+    def runtime_options(self) -> RuntimeOptions: ...
+    def run_to_end(self, query: str) -> None: ...
+    def dry_run(self, query: str) -> DryRun: ...
+    def stats(self) -> QueryStats: ...
+    def close(self) -> None: ...
