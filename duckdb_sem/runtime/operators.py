@@ -139,6 +139,31 @@ class SemEngine:
         labels: tuple[str, ...],
     ) -> pa.Array:
         """Ask the rows of ``args`` one request each (memo, SEUs, scheduler)."""
+        answers = self.completions(kind, parsed, args, output_type=output_type, query=query,
+                                   label=label, options=options, labels=labels)  # fmt: skip
+        arrow_type = (
+            pa.bool_()
+            if kind in (OperatorKind.FILTER, OperatorKind.JOIN)
+            else parse_type(output_type or "VARCHAR").arrow
+        )
+        return pa.array([None if c is None else c.value for c in answers], type=arrow_type)
+
+    def completions(
+        self,
+        kind: OperatorKind,
+        template: Template,
+        args: Sequence[pa.Array],
+        *,
+        output_type: str | None = None,
+        query: QueryContext,
+        label: str,
+        options: CallOptions = DEFAULT_OPTIONS,
+        labels: tuple[str, ...] = (),
+    ) -> list[Completion | None]:
+        """Each row of ``args`` rendered into ``template`` (positional) and asked once: the
+        completions in row order, None for a row with a NULL input. The one render-and-ask
+        path of every operator (``sem_topk`` reads the scores from it)."""
+        self.models.check(options.model)
         rows = len(args[0]) if args else 0
         columns = [render_column(a) for a in args]  # one renderer for every entry
         requests: list[LLMRequest | None] = []
@@ -147,17 +172,11 @@ class SemEngine:
             if any(v is None for v in values):
                 requests.append(None)
                 continue
-            rendered = parsed.render(values)  # type: ignore[arg-type]
+            rendered = template.render(values)  # type: ignore[arg-type]
             requests.append(build_request(kind, rendered, output_type=output_type,
-                                          template=parsed, options=options,
+                                          template=template, options=options,
                                           labels=labels))  # fmt: skip
-        answers = self.answer(requests, query=query, label=label, model=options.model)
-        arrow_type = (
-            pa.bool_()
-            if kind in (OperatorKind.FILTER, OperatorKind.JOIN)
-            else parse_type(output_type or "VARCHAR").arrow
-        )
-        return pa.array([None if c is None else c.value for c in answers], type=arrow_type)
+        return self.answer(requests, query=query, label=label, model=options.model)
 
     def answer(
         self,

@@ -24,9 +24,7 @@ import pyarrow as pa
 from duckdb_sem.errors import SemError
 from duckdb_sem.llm.call_options import DEFAULT_OPTIONS, CallOptions
 from duckdb_sem.llm.outputs import TypeSpec
-from duckdb_sem.llm.prompts import build_request
-from duckdb_sem.llm.render import render_column
-from duckdb_sem.llm.request import Completion, LLMRequest, OperatorKind
+from duckdb_sem.llm.request import Completion, OperatorKind
 from duckdb_sem.llm.template import parse_template
 from duckdb_sem.runtime.context import QueryContext
 from duckdb_sem.runtime.operators import SemEngine
@@ -171,18 +169,9 @@ def topk_batches(
 
     Ties keep the input order; rows with a NULL input get no call and rank last.
     """
-    parsed = parse_template(template)
-    values = [render_column(table.column(c)) for c in columns]
-    requests: list[LLMRequest | None] = []
-    for row in zip(*values, strict=True):
-        if any(v is None for v in row):
-            requests.append(None)
-            continue
-        requests.append(
-            build_request(OperatorKind.FILTER, parsed.render(list(row)), template=parsed)
-        )
-    engine.models.check(options.model)
-    answers = engine.answer(requests, query=query(), label="sem_topk", model=options.model)
+    args = [table.column(c).combine_chunks() for c in columns]
+    answers = engine.completions(OperatorKind.FILTER, parse_template(template), args,
+                                 query=query(), label="sem_topk", options=options)  # fmt: skip
     scores = [_score(a) for a in answers]
     order = sorted(range(len(scores)), key=lambda i: -scores[i])[:k]
     top = table.take(pa.array(order, type=pa.int64()))

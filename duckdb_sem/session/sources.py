@@ -33,12 +33,11 @@ from sqlglot import exp
 
 from duckdb_sem.errors import BindError, SemError
 from duckdb_sem.identifiers import quote_identifier as _q
-from duckdb_sem.optimizer import plan_query
 from duckdb_sem.runtime import similarity as sim
 from duckdb_sem.runtime import table_sources as ts
-from duckdb_sem.runtime.blocking import block_sem_joins, embeddings_of
-from duckdb_sem.runtime.execute_plan import execute_plan
+from duckdb_sem.runtime.blocking import embeddings_of
 from duckdb_sem.session.protocol import Session
+from duckdb_sem.session.statements import registered
 from duckdb_sem.surface.bind import has_semantic_call, parse_statement
 from duckdb_sem.surface.similarity_calls import SimilarityCall, check_text_column
 from duckdb_sem.surface.table_functions import (
@@ -119,12 +118,13 @@ class SourceRegistry:
         (``tree``: the AST of ``sql``, when the caller parsed it)."""
         statement = self._new(sql)
         statement._tree = tree
-        for name, obj in self.caller_objects(sql, statement).items():
-            self._register(statement, name, obj)
         if has_table_function(sql):
             statement.sql = rewrite_table_functions(
                 sql, lambda call, _alias: self._open_call(statement, call), tree=statement.tree()
             )
+        # after the rewrite: a sem_join's inputs are then subqueries of the statement
+        for name, obj in self.caller_objects(statement.sql, statement).items():
+            self._register(statement, name, obj)
         if pin:
             self._pinned = statement
         return statement
@@ -207,10 +207,12 @@ class SourceRegistry:
         ).fetchall()
         return bool(rows)
 
-    def _open_call(self, statement: Statement, call: TableCall | SimilarityCall) -> str:
+    def _open_call(self, statement: Statement, call: TableCall | SimilarityCall) -> str | exp.Query:
         if isinstance(call, SimilarityCall):
             return self._open_similarity(statement, call)
         self._owner.models.check(call.options.model)  # before reading or asking anything
+        if call.name == "sem_join":
+            return self._join_query(call)
         inputs = [self._input(statement, call, sql) for sql in call.inputs]
         fields = bind_fields(call, [schema.names for schema, _ in inputs])
         columns = [col for _, col in fields.refs]
@@ -240,12 +242,7 @@ class SourceRegistry:
                 batch_size=batch, options=call.options,
             )  # fmt: skip
         else:
-            (left, read_left), (right, read_right) = inputs
-            names = ts.unique_names([*left.names, *right.names])
-            schema = pa.schema([f.with_name(n) for f, n in zip([*left, *right],
-                                                                names, strict=True)])  # fmt: skip
-            produce = lambda: self._join(read_left(), read_right(), fields,  # noqa: E731
-                                         names, query, call.options.sql_args())  # fmt: skip
+            raise BindError(f"{call.name} is not a table function that produces rows here")
         name = self.unique_name("tf")
         self._register(statement, name, ts.LazyArrowSource(schema, produce, on_error=remember))
         return name
@@ -328,38 +325,38 @@ class SourceRegistry:
             raise BindError(f"{call.name}: cannot read input {sql!r}: {err}") from None
         return table
 
-    def _join(
-        self, left: pa.Table, right: pa.Table, fields: Any, names: list[str], query: Any,
-        options: str = "",
-    ) -> Iterator[pa.RecordBatch]:  # fmt: skip
-        """The matching pairs, planned and run by the optimizer on a cursor.
+    def _join_query(self, call: TableCall) -> exp.Query:
+        """``sem_join(left, right, template)`` as the query it means: the pairs of the two
+        inputs (each a subquery, aliased ``l`` and ``r``) its ``sem_join`` keeps, both sides'
+        columns named as DuckDB names them in a subquery (``id``, ``id_1``). The planner runs
+        it like any join: estimated, SEU by SEU, inside the statement's transaction, blocked
+        when approximate plans are allowed, and stopped by a LIMIT above it."""
+        sides = [self._input_columns(call, sql) for sql in call.inputs]
+        fields = bind_fields(call, sides)
+        pairs = [("l", c) for c in sides[0]] + [("r", c) for c in sides[1]]
+        names = ts.unique_names([c for _, c in pairs])
+        items = ", ".join(f"{s}.{_q(c)} AS {_q(n)}" for (s, c), n in zip(pairs, names,
+                                                                        strict=True))  # fmt: skip
+        args = ", ".join(f"{'lr'[side]}.{_q(col)}" for side, col in fields.refs)
+        literal = exp.Literal.string(fields.template).sql(dialect="duckdb")
+        left, right = call.inputs
+        sql = (
+            f"SELECT {items} FROM ({left}) AS l CROSS JOIN ({right}) AS r "
+            f"WHERE sem_join({literal}, {args}{call.options.sql_args()})"
+        )
+        query = parse_statement(sql)
+        assert isinstance(query, exp.Query)
+        return query
 
-        The cursor is a second connection to the same database: code running inside a DuckDB
-        scan may not use the scanning connection.
-        """
-        cursor = self._owner.duckdb.cursor()
+    def _input_columns(self, call: TableCall, sql: str) -> list[str]:
+        """An input's column names (DuckDB binds it; a semantic call in it asks nothing)."""
+        raw = self._owner.duckdb
         try:
-            cursor.register("__sem_left", left)
-            cursor.register("__sem_right", right)
-            sides = [("l", c) for c in left.schema.names] + [("r", c) for c in right.schema.names]
-            items = ", ".join(f"{s}.{_q(c)} AS {_q(n)}" for (s, c), n in zip(sides, names,
-                                                                           strict=True))  # fmt: skip
-            args = ", ".join(f"{'lr'[side]}.{_q(col)}" for side, col in fields.refs)
-            literal = exp.Literal.string(fields.template).sql(dialect="duckdb")
-            sql = (
-                f"SELECT {items} FROM __sem_left AS l CROSS JOIN __sem_right AS r "
-                f"WHERE sem_join({literal}, {args}{options})"
-            )
-            plan = plan_query(cursor, sql).root
-            engine = self._owner.session.engine
-            approximation = self._owner.approximation
-            if approximation.allowed:  # lossy and opt-in, as for a sem_join in JOIN ON
-                plan = block_sem_joins(cursor, plan, engine, query(), approximation)
-            batch = self._owner.settings.batch_size
-            result = execute_plan(cursor, plan, engine, query(), batch_size=max(batch, 1))
-            yield from result.to_batches(max_chunksize=max(batch, 1))
-        finally:
-            cursor.close()
+            with registered(raw, self.caller_objects(sql)):  # DataFrames it reads, by name
+                names: list[str] = raw.sql(f"SELECT * FROM ({sql}) LIMIT 0").columns
+        except duckdb.Error as err:
+            raise BindError(f"{call.name}: cannot read input {sql!r}: {err}") from None
+        return names
 
 
 def _defer(pending: list[tuple[list[str], int]], names: list[str], serial: int) -> None:

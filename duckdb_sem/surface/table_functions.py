@@ -90,11 +90,12 @@ def has_table_function(sql: str) -> bool:
 
 def rewrite_table_functions(
     sql: str,
-    open_call: Callable[[TableCall | SimilarityCall, str], str],
+    open_call: Callable[[TableCall | SimilarityCall, str], str | exp.Query],
     *,
     tree: exp.Expr | None = None,
 ) -> str:
-    """Replace every table function in ``sql`` by the name ``open_call(call, alias)`` returns.
+    """Replace every table function in ``sql`` by what ``open_call(call, alias)`` returns: the
+    name of a registered stream, or a query (``sem_join``'s), which becomes a subquery.
 
     SQL without one is returned untouched. Errors (bad arguments) are raised for every call
     before ``open_call`` runs for any. ``tree``: the statement's AST, rewritten in place
@@ -123,11 +124,15 @@ def rewrite_table_functions(
     ]  # fmt: skip
     for table, call in parsed:
         alias = table.alias or call.name
-        name = open_call(call, alias)
-        table.replace(exp.Table(this=exp.to_identifier(name), alias=exp.TableAlias(
+        opened = open_call(call, alias)
+        named = exp.TableAlias(
             this=exp.to_identifier(alias, quoted=not table.alias),
             columns=table.args["alias"].columns if table.args.get("alias") else [],
-        )))  # fmt: skip
+        )
+        if isinstance(opened, exp.Query):  # the call is a query: it is planned with the rest
+            table.replace(exp.Subquery(this=opened, alias=named))
+        else:
+            table.replace(exp.Table(this=exp.to_identifier(opened), alias=named))
     return tree.sql(dialect="duckdb", normalize_functions=False)
 
 
