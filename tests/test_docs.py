@@ -99,3 +99,27 @@ def test_the_backend_option_table_is_exactly_the_declared_options() -> None:
         for o in options_of(kind)
     }
     assert documented == declared
+
+
+ARCHITECTURE = (ROOT / "docs" / "architecture.md").read_text()
+PACKAGE = ROOT / "duckdb_sem"
+
+
+def _modules_named(text: str) -> set[str]:
+    """The ``folder/module.py`` paths a page names in backticks."""
+    return set(re.findall(r"`((?:[a-z_]+/)+[a-z_]+\.py)`", text))
+
+
+def test_every_module_the_architecture_page_names_exists() -> None:
+    named = _modules_named(ARCHITECTURE)
+    assert len(named) > 20, named  # the page draws the package, not a few files
+    missing = sorted(p for p in named if not (PACKAGE / p).is_file() and not (ROOT / p).is_file())
+    assert not missing, f"docs/architecture.md names modules that do not exist: {missing}"
+
+
+def test_the_architecture_page_names_every_module_of_the_session_package() -> None:
+    session = {f"session/{p.name}" for p in (PACKAGE / "session").glob("*.py")}
+    session.discard("session/__init__.py")
+    named = _modules_named(ARCHITECTURE)
+    assert session <= named, f"add to docs/architecture.md: {sorted(session - named)}"
+    assert "runtime/submit.py" in named and "session/factory.py" in named
