@@ -11,7 +11,7 @@ extra arguments go to the experiment's script. ``quick`` runs every experiment a
     estimation  (d) estimation accuracy                                   bench_estimator.py
     fusion      (e) fusion on/off with many tenants                       bench_fusion.py
     overheads   (f) optimizer, engine per row, sidecar (estimator: see d) bench_optimizer.py,
-                    bench_engine.py, bench_scheduler.py --overhead
+                    bench_engine.py, bench_fixed_cost.py, bench_scheduler.py --overhead
     lotus       LOTUS side by side on the same backend                    bench_lotus.py
     sim_join    sem_join at scale: nested loop, blocking, blocking only   bench_sim_join.py
     quick       all of the above at small scale
@@ -39,6 +39,7 @@ EXPERIMENTS: dict[str, list[list[str]]] = {
     "overheads": [
         ["bench_optimizer.py"],
         ["bench_engine.py", "--skip-model"],
+        ["bench_fixed_cost.py"],
         ["bench_scheduler.py", "--overhead"],
     ],
     "lotus": [["bench_lotus.py"]],
@@ -81,6 +82,7 @@ QUICK: list[list[str]] = [
     ["bench_fusion.py", "--tenants", "8", "16", "--horizon", "20"],
     ["bench_optimizer.py", "--max-plans", "200", "--repeat", "1"],
     ["bench_engine.py", "--rows", "500", "--skip-model"],
+    ["bench_fixed_cost.py", "--repeats", "5"],
     ["bench_scheduler.py", "--overhead"],
     # SIMULATED judge and embedder: the plumbing of blocking, 45 reviews x 15 plots (~5 s)
     ["bench_sim_join.py", "--backend", "sim:default", "--judge", "truth", "--nested", "full",
