@@ -29,6 +29,15 @@ __all__ = ["PlannedStream"]
 _WIDE = ("HUGEINT", "UHUGEINT")
 
 
+def _plain(kind: pa.DataType) -> bool:
+    """Arrow types whose Python values are DuckDB's own (no conversion query needed)."""
+    return bool(
+        pa.types.is_signed_integer(kind) or pa.types.is_boolean(kind)
+        or pa.types.is_string(kind) or pa.types.is_large_string(kind)
+        or pa.types.is_float64(kind)
+    )  # fmt: skip
+
+
 class PlannedStream:
     """One planned statement's result stream; see the module docstring."""
 
@@ -114,6 +123,9 @@ class PlannedStream:
         table = self._pull(size)
         if not table.num_rows:
             return []
+        if all(_plain(f.type) for f in table.schema):
+            columns = [c.to_pylist() for c in table.columns]  # the values DuckDB would give
+            return list(zip(*columns, strict=True))
         rows: list[tuple[Any, ...]] = self._relation(table).fetchall()
         return rows
 
