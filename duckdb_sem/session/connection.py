@@ -16,6 +16,7 @@ import logging
 import re
 import time
 import warnings
+import weakref
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -116,6 +117,10 @@ class SemConnection:
         # routes of statements not yet fetched, so a fetch need not plan them again;
         # forgotten whenever a statement that is not a planned query runs (it may be DDL)
         self._plans: OrderedDict[str, Route] = OrderedDict()
+        #: the statement object (its registrations) of each planned statement not yet fetched
+        self._statements: weakref.WeakValueDictionary[str, Statement] = (
+            weakref.WeakValueDictionary()
+        )
 
     # -- DuckDB-compatible surface --------------------------------------------------------
     def sql(
@@ -146,6 +151,8 @@ class SemConnection:
             return SemRelation(stream.relation(), self, keep=statement)
         if route.planned is not None:
             # Nothing runs yet: each fetch runs the plan on the SEU loop (a LIMIT stops it).
+            self._statements[route.statement] = statement
+            self._sources.set_aside(statement)  # registered again while it runs
             return SemRelation(None, self, planned=route.statement, keep=statement)
         rel = self.translating(self._con.sql)(route.sql, params=params)
         if rel is None:  # DuckDB's answer to a statement of only whitespace, ';' or comments
@@ -433,12 +440,22 @@ class SemConnection:
         holds its count). A result of this connection not read to its end is discarded
         first, as DuckDB does."""
         self.discard_results()
-        route = route or self._plans.get(sql) or self.route(self._sources.open(sql))
-        planned = route.planned
-        if planned is None:
-            raise PlanError(f"not a planned statement: {route.why}")
-        query = self.session.new_query(on_progress=self.on_progress, budget=self.budget)
-        transaction = StatementTransaction(self._con)
+        held = self._statements.get(sql)
+        if held is not None:  # its DataFrames and table functions, while it runs
+            self._sources.bring_back(held)
+        try:
+            route = route or self._plans.get(sql) or self.route(held or self._sources.open(sql))
+            planned = route.planned
+            if planned is None:
+                raise PlanError(f"not a planned statement: {route.why}")
+            query = self.session.new_query(on_progress=self.on_progress, budget=self.budget)
+            transaction = StatementTransaction(self._con)
+        except BaseException:
+            if held is not None:
+                self._sources.set_aside(held)
+            raise
+        if held is not None:
+            transaction.on_end(lambda: self._sources.set_aside(held))
         names: list[str] | None = None
         types: list[str] | None = None
 

@@ -19,6 +19,7 @@ returned, or until the next ``execute``); they are dropped at the start of a lat
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import re
 import sys
@@ -85,6 +86,9 @@ class Statement:
         self.sql = sql
         self.serial = serial
         self.names: list[str] = []
+        #: what it registered, by name (set aside between its planning and its run)
+        self.objects: dict[str, object] = {}
+        self.aside = False
         self._tree: exp.Expr | None = None
 
     def tree(self) -> exp.Expr:
@@ -159,6 +163,27 @@ class SourceRegistry:
         self._owner.duckdb.register(name, obj)
         self._owners[name] = statement.serial
         statement.names.append(name)
+        statement.objects[name] = obj
+
+    def set_aside(self, statement: Statement) -> None:
+        """Unregister what ``statement`` registered until it runs (:meth:`bring_back`), so a
+        planned statement not yet fetched leaves nothing in ``SHOW TABLES``."""
+        if statement.aside:
+            return
+        statement.aside = True
+        for name in statement.names:
+            if self._owners.get(name) == statement.serial:
+                with contextlib.suppress(duckdb.Error):
+                    self._owner.duckdb.unregister(name)
+
+    def bring_back(self, statement: Statement) -> None:
+        """Register again what :meth:`set_aside` unregistered (the statement runs now)."""
+        if not statement.aside:
+            return
+        statement.aside = False
+        for name, obj in statement.objects.items():
+            if self._owners.get(name) == statement.serial:
+                self._owner.duckdb.register(name, obj)
 
     def close(self) -> None:
         """Close what the live statements hold (their owner connection closes)."""
@@ -175,7 +200,8 @@ class SourceRegistry:
             for name in names:
                 if self._owners.get(name) == serial:
                     del self._owners[name]
-                    self._owner.duckdb.unregister(name)
+                    with contextlib.suppress(duckdb.Error):  # set aside already
+                        self._owner.duckdb.unregister(name)
 
     def _caller_objects(
         self, sql: str, frame: FrameType | None, statement: Statement
