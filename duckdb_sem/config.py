@@ -193,6 +193,13 @@ def parse_cache(raw: str) -> Path | None:
     return Path(raw).expanduser() if raw.strip() else default_cache_path()
 
 
+#: the planned road's defaults, written once: the Settings fields, the environment's defaults
+#: and ``runtime.progress.RuntimeOptions`` all read these
+RUNTIME = "adaptive"  # DUCKDB_SEM_RUNTIME
+SEU_ROWS = 256  # DUCKDB_SEM_SEU_ROWS: rows of the driving table in the first SEU
+ESTIMATOR_SAMPLE = 8  # DUCKDB_SEM_ESTIMATOR_SAMPLE: rows per operator the estimator answers
+
+
 @dataclass(frozen=True, slots=True)
 class Settings:
     backend: str = "llama:"
@@ -200,10 +207,10 @@ class Settings:
     scheduler_url: str | None = None
     batch_size: int = 64
     policy: str = "srtf"
-    runtime: str = "adaptive"
-    seu_rows: int = 256
+    runtime: str = RUNTIME
+    seu_rows: int = SEU_ROWS
     estimator_backend: str | None = None  # None: no small-model sampling
-    estimator_sample: int = 8
+    estimator_sample: int = ESTIMATOR_SAMPLE
     aging_rate: float | None = None  # None: the policy's default
     max_llm_calls: int | None = None  # per query (runtime.budget); None: no limit
     max_prompt_tokens: int | None = None
@@ -246,10 +253,10 @@ class Settings:
             scheduler_url=env.get("DUCKDB_SEM_SCHEDULER") or None,
             batch_size=batch,
             policy=env.get("DUCKDB_SEM_POLICY", "srtf") or "srtf",
-            runtime=env.get("DUCKDB_SEM_RUNTIME", "adaptive") or "adaptive",
-            seu_rows=_int_env("DUCKDB_SEM_SEU_ROWS", 256),
+            runtime=env.get("DUCKDB_SEM_RUNTIME", RUNTIME) or RUNTIME,
+            seu_rows=_int_env("DUCKDB_SEM_SEU_ROWS", SEU_ROWS),
             estimator_backend=env.get("DUCKDB_SEM_ESTIMATOR_BACKEND") or None,
-            estimator_sample=_int_env("DUCKDB_SEM_ESTIMATOR_SAMPLE", 8),
+            estimator_sample=_int_env("DUCKDB_SEM_ESTIMATOR_SAMPLE", ESTIMATOR_SAMPLE),
             aging_rate=aging,
             max_llm_calls=_limit_env("DUCKDB_SEM_MAX_LLM_CALLS"),
             max_prompt_tokens=_limit_env("DUCKDB_SEM_MAX_PROMPT_TOKENS"),

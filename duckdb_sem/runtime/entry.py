@@ -21,6 +21,7 @@ from sqlglot import exp
 from duckdb_sem.backends.base import Backend
 from duckdb_sem.backends.registry import create_backend
 from duckdb_sem.backends.tokens import estimate_tokens
+from duckdb_sem.config import Settings
 from duckdb_sem.estimator.accuracy import AccuracyReport, BatchRecord
 from duckdb_sem.estimator.profile import Profiler, TokenCounter
 from duckdb_sem.estimator.stats import StatsStore
@@ -192,27 +193,25 @@ _estimators: dict[str, tuple[Backend, SchedulerClient]] = {}
 _estimators_lock = threading.Lock()
 
 
-def options_from_settings(settings: Any) -> RuntimeOptions:
+def options_from_settings(settings: Settings | None) -> RuntimeOptions:
     """Options from ``Settings`` (the ``DUCKDB_SEM_RUNTIME``/``SEU_ROWS``/``ESTIMATOR_*``
     variables); the estimator backend is built once per spec and process."""
     if settings is None:
         return RuntimeOptions()
     estimator = client = helper = None
-    spec = getattr(settings, "estimator_backend", None)
-    if spec:
-        estimator, client = _small_model(settings, spec)
-    named = getattr(settings, "filter_helper", "auto")
-    if named not in ("auto", "estimator", "embed"):  # a backend spec: the cascade's own model
-        helper = _small_model(settings, named)[1]
+    if settings.estimator_backend:
+        estimator, client = _small_model(settings, settings.estimator_backend)
+    if settings.filter_helper not in ("auto", "estimator", "embed"):  # the cascade's own model
+        helper = _small_model(settings, settings.filter_helper)[1]
     return RuntimeOptions(
         approximation=approximation_of(settings),
-        filter_helper=getattr(settings, "filter_helper", "auto"),
-        mode=getattr(settings, "runtime", "adaptive"),
-        batch_rows=getattr(settings, "seu_rows", 256),
+        filter_helper=settings.filter_helper,
+        mode=settings.runtime,
+        batch_rows=settings.seu_rows,
         estimator=estimator,
         estimator_client=client,
         helper_client=helper,
-        sample_rows=getattr(settings, "estimator_sample", 8),
+        sample_rows=settings.estimator_sample,
     )
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from duckdb_sem.backends.base import Backend
+from duckdb_sem.config import ESTIMATOR_SAMPLE, RUNTIME, SEU_ROWS
 from duckdb_sem.errors import ConfigError
 from duckdb_sem.plan.nodes import Node
 from duckdb_sem.runtime.approximation import Approximation
@@ -47,8 +48,8 @@ class QueryProgress:
 class RuntimeOptions:
     """How one query runs; see :data:`MODES`."""
 
-    mode: str = "adaptive"
-    batch_rows: int = 256  # rows of the driving table per SEU (the first one when adapting)
+    mode: str = RUNTIME
+    batch_rows: int = SEU_ROWS  # rows of the driving table per SEU (the first when adapting)
     adapt_batch: bool = True  # grow/shrink batches toward ``target_seu_seconds``
     target_seu_seconds: float = 2.0
     min_batch_rows: int = 16
@@ -57,7 +58,7 @@ class RuntimeOptions:
     # its scheduler (``scheduler.shared``): samples become SEUs of the query, cached and
     # cancellable; None: the profiler calls the estimator directly (benchmarks, tests)
     estimator_client: SchedulerClient | None = None
-    sample_rows: int = 8  # rows per operator the estimator answers, per sampled batch
+    sample_rows: int = ESTIMATOR_SAMPLE  # rows per operator the estimator answers, per batch
     # stale: sample an operator only when counted tokens and past outcomes leave it in doubt
     # (first batches, a new token profile, a drifted outcome); always: every batch.
     sample_policy: str = "stale"
