@@ -168,6 +168,11 @@ class _Builder:
         attribute: ``sem_classify(l) = sem_classify(r)`` reads two maps' outputs."""
         calls = [c for c in expr.walk() if is_semantic(c) and c.name.lower() in LIFTED]
         for call in calls:
+            if _conditional(call, expr):
+                raise PlanError(
+                    f"{call.name} in a CASE/IF/COALESCE branch is asked only for the rows that "
+                    "reach it, so it runs as written (a plan would ask every row)"
+                )
             attr = self._new_attr(None)
             self.maps.append((attr, call.copy()))
             column = exp.column(attr)
@@ -309,6 +314,23 @@ LIFTED = (*MAPS, "sem_filter", "sem_join")
 
 #: file suffixes DuckDB scans by name (``FROM 'reviews.csv'``), aliased by the file's stem
 _FILE = re.compile(r"\.(csv|tsv|txt|parquet|json|jsonl|ndjson)(\.gz|\.zst)?$", re.IGNORECASE)
+
+
+def _conditional(call: exp.Expr, root: exp.Expr) -> bool:
+    """Whether DuckDB evaluates ``call`` (inside ``root``) only for some rows: in a CASE or IF
+    branch, a CASE condition after the first, or a COALESCE argument after the first."""
+    child, parent = call, call.parent
+    while parent is not None and child is not root:
+        if isinstance(parent, exp.Case):
+            ifs = parent.args.get("ifs") or []
+            if not ifs or child is not ifs[0]:
+                return True
+        elif isinstance(parent, exp.If) and child is not parent.this:
+            return True
+        elif isinstance(parent, exp.Coalesce) and child is not parent.this:
+            return True
+        child, parent = parent, parent.parent
+    return False
 
 
 def _has_semantic(node: exp.Expr) -> bool:

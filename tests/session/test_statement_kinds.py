@@ -239,9 +239,14 @@ def test_semantic_calls_inside_expressions(con: duckdb_sem.SemConnection) -> Non
     grouped = f"SELECT sem_classify('{{text}} kind', {labels}) AS k, count(*) FROM r WHERE id < 10 GROUP BY k ORDER BY k"
     planned(con, grouped)
     assert con.sql(grouped).fetchall() == [("bad", 5), ("good", 5)]
-    coalesced = "SELECT coalesce(NULL, sem_map('{text} x')) FROM r WHERE id = 2"
+    coalesced = "SELECT coalesce(sem_map('{text} x'), 'none') FROM r WHERE id = 2"
     planned(con, coalesced)
     assert con.sql(coalesced).fetchall() == [("good 2 x",)]
+    # asked only for the rows that reach the branch: run as written, never dearer than that
+    branch = "SELECT CASE WHEN id = 2 THEN sem_map('{text} x') END FROM r WHERE id < 100"
+    assert "CASE/IF/COALESCE branch" in con.explain_semantic(branch).splitlines()[0]
+    assert sorted(con.sql(branch).fetchall(), key=str)[0] == ("good 2 x",)
+    assert calls(con) == 1
 
 
 # -- the relation API composes with all of it -------------------------------------------------
