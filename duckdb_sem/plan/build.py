@@ -325,9 +325,7 @@ def _conditional(call: exp.Expr, root: exp.Expr) -> bool:
             ifs = parent.args.get("ifs") or []
             if not ifs or child is not ifs[0]:
                 return True
-        elif isinstance(parent, exp.If) and child is not parent.this:
-            return True
-        elif isinstance(parent, exp.Coalesce) and child is not parent.this:
+        elif isinstance(parent, exp.If | exp.Coalesce) and child is not parent.this:
             return True
         child, parent = parent, parent.parent
     return False
