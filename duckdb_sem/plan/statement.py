@@ -143,13 +143,7 @@ def split_write(tree: exp.Expr) -> tuple[exp.Query, Write | None]:
 
 
 def _update(tree: exp.Update) -> tuple[exp.Query, Write]:
-    if tree.args.get("from_") or tree.args.get("returning") or tree.args.get("with_"):
-        raise PlanError("UPDATE with FROM, WITH or RETURNING is run by DuckDB (UDF path)")
-    table = tree.this
-    if not isinstance(table, exp.Table) or not isinstance(table.this, exp.Identifier):
-        raise PlanError("UPDATE of something other than a table is not planned")
-    ref = table.alias_or_name
-    items: list[exp.Expr] = [exp.column("rowid", table=ref).as_(ROWID)]
+    items: list[exp.Expr] = []
     sets: list[str] = []
     for i, assignment in enumerate(tree.expressions, 1):
         if not isinstance(assignment, exp.EQ) or not isinstance(assignment.this, exp.Column):
@@ -157,30 +151,35 @@ def _update(tree: exp.Update) -> tuple[exp.Query, Write]:
         name = f"__sem_set_{i}"
         items.append(assignment.expression.copy().as_(name))
         sets.append(f"{assignment.this.sql(dialect='duckdb')} = {ROWS}.{name}")
-    select = exp.select(*items).from_(table.copy())
-    where = tree.args.get("where")
-    if where is not None:
-        select = select.where(where.this.copy())
-    target = _table_of(table)
-    write = (f"UPDATE {target.sql(dialect='duckdb')} SET {', '.join(sets)} FROM {ROWS} "
-             f"WHERE {target.sql(dialect='duckdb')}.rowid = {ROWS}.{ROWID}")  # fmt: skip
-    return select, Write("update", write, write, rowid_of=_sql(target))
+    select, target = _rows_to_change(tree, "UPDATE", "FROM", items)
+    write = (f"UPDATE {target} SET {', '.join(sets)} FROM {ROWS} "
+             f"WHERE {target}.rowid = {ROWS}.{ROWID}")  # fmt: skip
+    return select, Write("update", write, write, rowid_of=target)
 
 
 def _delete(tree: exp.Delete) -> tuple[exp.Query, Write]:
-    if tree.args.get("using") or tree.args.get("returning") or tree.args.get("with_"):
-        raise PlanError("DELETE with USING, WITH or RETURNING is run by DuckDB (UDF path)")
+    select, target = _rows_to_change(tree, "DELETE", "USING", [])
+    write = f"DELETE FROM {target} WHERE rowid IN (SELECT {ROWID} FROM {ROWS})"
+    return select, Write("delete", write, write, rowid_of=target)
+
+
+def _rows_to_change(
+    tree: exp.Update | exp.Delete, verb: str, joined: str, items: list[exp.Expr]
+) -> tuple[exp.Query, str]:
+    """The SELECT of the rows an UPDATE or DELETE changes (their ``rowid`` as :data:`ROWID`,
+    then ``items``) under its WHERE, and the SQL of its table."""
+    key = "from_" if verb == "UPDATE" else "using"
+    if tree.args.get(key) or tree.args.get("returning") or tree.args.get("with_"):
+        raise PlanError(f"{verb} with {joined}, WITH or RETURNING is run by DuckDB (UDF path)")
     table = tree.this
     if not isinstance(table, exp.Table) or not isinstance(table.this, exp.Identifier):
-        raise PlanError("DELETE from something other than a table is not planned")
-    select = exp.select(exp.column("rowid", table=table.alias_or_name).as_(ROWID))
-    select = select.from_(table.copy())
+        raise PlanError(f"{verb} of something other than a table is not planned")
+    rowid = exp.column("rowid", table=table.alias_or_name).as_(ROWID)
+    select = exp.select(rowid, *items).from_(table.copy())
     where = tree.args.get("where")
     if where is not None:
         select = select.where(where.this.copy())
-    target = _sql(_table_of(table))
-    write = f"DELETE FROM {target} WHERE rowid IN (SELECT {ROWID} FROM {ROWS})"
-    return select, Write("delete", write, write, rowid_of=target)
+    return select, _sql(_table_of(table))
 
 
 def _table_of(table: exp.Expr) -> exp.Table:
