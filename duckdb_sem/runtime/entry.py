@@ -46,6 +46,7 @@ __all__ = [
     "Run",
     "options_from_settings",
     "prepare",
+    "run_prepared",
     "run_query",
     "start",
     "written_plan",
@@ -113,10 +114,13 @@ def prepare(
     *,
     query: Any = None,
     written: Node | None = None,
+    again: Prepared | None = None,
 ) -> Prepared:
     """The written plan (``written``, when the caller built it already), profiled (samples
     through the estimator's scheduler as SEUs of ``query`` when the options carry one), and
-    the equivalent plans ranked on the profile."""
+    the equivalent plans ranked on the profile. ``again``: what an earlier run of the same
+    statement prepared (its plans, ranking and profile are reused: a repeated statement is
+    not profiled again; lossy plans, which sample each query, are always prepared anew)."""
     raw = getattr(con, "duckdb", con)
     if written is None:
         written = written_plan(raw, sql)
@@ -128,8 +132,14 @@ def prepare(
     profiler = Profiler(counter, options.estimator, sample_rows=options.sample_rows,
                         seed=options.seed, via=via,
                         targets=model_backends(engine))  # fmt: skip
-    profile = profiler.profile_plan(raw, written)
     approximation = options.approximation
+    lossy = approximation is not None and approximation.allowed
+    if again is not None and not lossy:
+        store = StatsStore()
+        store.seed(again.stats)
+        return Prepared(again.written, again.choice, again.table_rows, profiler, store, 0.0,
+                        again.stats)  # fmt: skip
+    profile = profiler.profile_plan(raw, written)
     if approximation is not None and approximation.allowed and query is not None:
         written = block_sem_joins(raw, written, engine, query, approximation)  # lossy, opt-in
         if any(isinstance(n, SemFilter | SemJoin) for n in written.walk()):
@@ -244,6 +254,14 @@ def run_query(
     options = options or options_from_settings(getattr(con, "settings", None))
     raw = getattr(con, "duckdb", con)
     prepared = prepare(raw, sql, engine, options, query=query, written=written)
+    return run_prepared(raw, prepared, engine, query, options)
+
+
+def run_prepared(
+    con: Any, prepared: Prepared, engine: Any, query: Any, options: RuntimeOptions
+) -> pa.RecordBatchReader:
+    """:func:`run_query` of a statement :func:`prepare` d already."""
+    raw = getattr(con, "duckdb", con)
     run = start(raw, prepared, engine, query, options)
     if query is not None:
         query.run = run

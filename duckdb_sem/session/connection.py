@@ -32,7 +32,7 @@ from duckdb_sem.runtime.budget import SETTINGS as BUDGET_SETTINGS
 from duckdb_sem.runtime.budget import Budget
 from duckdb_sem.runtime.context import Progress, QueryStats
 from duckdb_sem.runtime.dry_run import DryRun
-from duckdb_sem.runtime.entry import options_from_settings, run_query
+from duckdb_sem.runtime.entry import Prepared, options_from_settings, prepare, run_prepared
 from duckdb_sem.runtime.progress import QueryProgress, RuntimeOptions
 from duckdb_sem.scheduler.models import DEFAULT_MODEL, Models
 from duckdb_sem.session import factory
@@ -117,6 +117,11 @@ class SemConnection:
         # routes of statements not yet fetched, so a fetch need not plan them again;
         # forgotten whenever a statement that is not a planned query runs (it may be DDL)
         self._plans: OrderedDict[str, Route] = OrderedDict()
+        #: what each planned SELECT's last run prepared (plans, ranking, profile) and DuckDB's
+        #: names and types of its columns, reused by a repeat of the same route
+        self._prepared: dict[
+            str, tuple[Prepared, list[str] | None, list[str] | None, tuple[object, ...]]
+        ] = {}
         #: the statement object (its registrations) of each planned statement not yet fetched
         self._statements: weakref.WeakValueDictionary[str, Statement] = (
             weakref.WeakValueDictionary()
@@ -332,6 +337,7 @@ class SemConnection:
 
     def model_statement(self, statement: ModelStatement) -> str:
         """Apply a ``CREATE``/``DROP``/``SHOW MODELS`` statement; the SQL that answers it."""
+        self._forget_plans()  # a remembered route checked the models it names
         if statement.verb == "show":
             return self.models_sql()
         if statement.verb == "drop":
@@ -401,13 +407,17 @@ class SemConnection:
                              "sem_topk, ...), which run their own plans as DuckDB reads "
                              "them", statement=sql)  # fmt: skip
             return Route(sql, why="it has no semantic call: DuckDB runs it alone", statement=sql)
+        again = self._plans.get(sql) if not params and self.optimize else None
+        if again is not None and again.planned is not None:
+            return again  # planned before, and no statement since could change the catalog
         route = self._router.route(sql, statement.tree, params, optimize=self.optimize)
         if route.planned is None:
             self._forget_plans()
         else:
-            self._plans[route.statement] = route
-            self._plans.move_to_end(route.statement)
-            while len(self._plans) > 32:
+            for key in {route.statement, sql} if not params else {route.statement}:
+                self._plans[key] = route
+                self._plans.move_to_end(key)
+            while len(self._plans) > 64:
                 self._plans.popitem(last=False)
         return route
 
@@ -431,6 +441,7 @@ class SemConnection:
 
     def _forget_plans(self) -> None:
         self._plans.clear()
+        self._prepared.clear()
         self._router.views.changed()
 
     def stream_planned(self, sql: str, *, route: Route | None = None) -> PlannedStream:
@@ -461,9 +472,18 @@ class SemConnection:
 
         def run(select_sql: str, plan: Any) -> pa.RecordBatchReader:
             nonlocal names, types
-            names, types = self._duckdb_shape(select_sql)
-            return run_query(self, select_sql, self.session.engine, query,
-                             options=self.runtime_options(), written=plan)  # fmt: skip
+            options = self.runtime_options()
+            known = self._prepared.get(select_sql)
+            same = known is not None and known[0].written is plan and known[3] == _key(options)
+            again = known[0] if known is not None and same else None
+            if again is None:
+                names, types = self._duckdb_shape(select_sql)
+            else:
+                names, types = known[1], known[2]  # type: ignore[index]
+            prepared = prepare(self._con, select_sql, self.session.engine, options,
+                               query=query, written=plan, again=again)  # fmt: skip
+            self._prepared[select_sql] = (prepared, names, types, _key(options))
+            return run_prepared(self._con, prepared, self.session.engine, query, options)
 
         try:
             rows = open_rows(self._con, planned, transaction, run=run)
@@ -525,6 +545,7 @@ class SemConnection:
         :mod:`duckdb_sem.runtime.approximation`."""
         name = name.lower()
         _check_setting(name)
+        self._forget_plans()  # what a statement prepares depends on these
         if name in APPROXIMATION_SETTINGS:
             connected = approximation_of(self.settings)
             self.approximation = self.approximation.with_setting(name, value, connected)
@@ -578,6 +599,12 @@ class SemConnection:
                 raise
 
         return call
+
+
+def _key(options: RuntimeOptions) -> tuple[object, ...]:
+    """What of the runtime options a statement's preparation depends on."""
+    return (options.mode, options.sample_rows, options.seed, id(options.estimator),
+            options.approximation)  # fmt: skip
 
 
 def _check_setting(name: str) -> None:
