@@ -277,7 +277,7 @@ class SemConnection:
         done): what ``EXPLAIN ANALYZE SEMANTIC`` and a dry run do with a statement."""
         self.execute(query)
         with contextlib.suppress(duckdb.Error):  # a statement without a result
-            while self._con.fetchmany(2048):
+            while self.fetchmany(2048):  # a planned result runs its SEUs as it is read
                 pass
 
     def dry_run(self, query: str) -> DryRun:

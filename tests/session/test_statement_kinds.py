@@ -92,6 +92,14 @@ def test_a_cte_read_twice_is_computed_once(con: duckdb_sem.SemConnection) -> Non
     assert calls(con) == 300  # each row asked once, not once per reference
 
 
+def test_run_to_end_reads_a_planned_result_to_its_last_row(con: duckdb_sem.SemConnection) -> None:
+    """What EXPLAIN ANALYZE and a dry run use: every SEU runs, not only the first."""
+    con.run_to_end(f"SELECT id FROM r WHERE id < 3000 AND {GOOD}")
+    assert calls(con) == 3000
+    lines = con.explain_semantic(f"SELECT id FROM r WHERE id < 1000 AND {GOOD}", analyze=True)
+    assert "calls≈" in lines and con.stats().physical_calls == 1000
+
+
 # -- writes --------------------------------------------------------------------------------
 def test_create_table_as_with_limit(con: duckdb_sem.SemConnection) -> None:
     sql = f"CREATE OR REPLACE TABLE hits AS SELECT id, text FROM r WHERE {GOOD} LIMIT 5"
