@@ -429,11 +429,8 @@ class SemConnection:
     def placeholders(self, planned: Planned) -> dict[str, pa.Table]:
         """An empty table of each unit's schema, by name: what planning the rest of a
         statement reads in their place before they run (``EXPLAIN``)."""
-        out: dict[str, pa.Table] = {}
-        for name, unit in planned.units:
-            out.update(self.placeholders(unit))
-            out[name] = self._router.schema_of(unit).empty_table()
-        return out
+        return {name: self._router.schema_of(unit).empty_table()
+                for name, unit in planned.units_in_order()}  # fmt: skip
 
     def describe(self, sql: str) -> list[str]:
         """The column names of ``sql``'s result, as DuckDB names them (it runs)."""

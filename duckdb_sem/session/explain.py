@@ -153,10 +153,8 @@ def _explain_parts(con: Session, route: Route, road: str, *, analyze: bool, verb
 
 
 def _parts(planned: Planned) -> list[tuple[str, Planned]]:
-    out: list[tuple[str, Planned]] = []
-    for name, unit in planned.units:
-        out += [(n or name, p) for n, p in _parts(unit)]
-    return [*out, ("", planned)]
+    """The units (by name, in the order they run), then the statement itself (no name)."""
+    return [*planned.units_in_order(), ("", planned)]
 
 
 def estimate_lines(con: Session, plan: Node, estimates: dict[Path, Estimate]) -> list[str]:

@@ -28,6 +28,7 @@ import pyarrow as pa
 
 from duckdb_sem.plan.nodes import Node
 from duckdb_sem.plan.statement import ROWS, Write
+from duckdb_sem.runtime.execute_plan import drop_views
 from duckdb_sem.session.statements import Planned
 from duckdb_sem.session.transaction import StatementTransaction
 
@@ -47,36 +48,19 @@ def open_rows(
     """The rows of ``planned``: its units computed and registered (until ``transaction``
     ends), then its SELECT as a stream (the SEU loop, SEU by SEU as it is read)."""
     names: list[str] = []
-    transaction.on_end(lambda: _unregister(con, names))
-    for unit_name, unit in _units_in_order(planned):
-        table = _read(con, unit, run)
-        con.register(unit_name, table)
+    transaction.on_end(lambda: drop_views(con, names))
+    for unit_name, unit in planned.units_in_order():
+        con.register(unit_name, _rows(con, unit, run).read_all())
         names.append(unit_name)
-    if planned.plan is None:
-        table = con.sql(planned.sql).to_arrow_table()
-        return pa.RecordBatchReader.from_batches(table.schema, table.to_batches())
-    return run(planned.sql, planned.plan)
+    return _rows(con, planned, run)
 
 
-def _units_in_order(planned: Planned) -> list[tuple[str, Planned]]:
-    out: list[tuple[str, Planned]] = []
-    for name, unit in planned.units:
-        out += _units_in_order(unit)
-        out.append((name, unit))
-    return out
-
-
-def _read(con: duckdb.DuckDBPyConnection, unit: Planned, run: RunSelect) -> pa.Table:
-    if unit.plan is None:
-        table: pa.Table = con.sql(unit.sql).to_arrow_table()
-        return table
-    return run(unit.sql, unit.plan).read_all()
-
-
-def _unregister(con: duckdb.DuckDBPyConnection, names: list[str]) -> None:
-    for name in names:
-        with contextlib.suppress(duckdb.Error):
-            con.unregister(name)
+def _rows(con: duckdb.DuckDBPyConnection, planned: Planned, run: RunSelect) -> pa.RecordBatchReader:
+    """One query's rows: the SEU loop's stream, or DuckDB's over its units' rows."""
+    if planned.plan is not None:
+        return run(planned.sql, planned.plan)
+    table = con.sql(planned.sql).to_arrow_table()
+    return pa.RecordBatchReader.from_batches(table.schema, table.to_batches())
 
 
 def write_rows(con: duckdb.DuckDBPyConnection, write: Write, rows: pa.RecordBatchReader) -> int:

@@ -32,6 +32,7 @@ from duckdb_sem.plan.statement import (
     has_semantic,
     shape_statement,
 )
+from duckdb_sem.runtime.execute_plan import drop_views
 from duckdb_sem.surface.bind import bind_sql, has_semantic_call
 from duckdb_sem.surface.params import inline_into
 
@@ -50,12 +51,13 @@ class Planned:
     plan: Node | None
     units: tuple[tuple[str, Planned], ...] = ()
 
-    def walk(self) -> list[Planned]:
-        """The units (depth first, in the order they are computed), then this one."""
-        out: list[Planned] = []
-        for _, unit in self.units:
-            out += unit.walk()
-        return [*out, self]
+    def units_in_order(self) -> list[tuple[str, Planned]]:
+        """Every unit below this query, by name, in the order they are computed (a unit's
+        own units before it)."""
+        out: list[tuple[str, Planned]] = []
+        for name, unit in self.units:
+            out += [*unit.units_in_order(), (name, unit)]
+        return out
 
 
 @dataclass(frozen=True)
@@ -252,6 +254,4 @@ def registered(con: duckdb.DuckDBPyConnection, tables: dict[str, Any]) -> Iterat
     try:
         yield
     finally:
-        for name in tables:
-            with contextlib.suppress(duckdb.Error):
-                con.unregister(name)
+        drop_views(con, list(tables))
