@@ -402,7 +402,7 @@ class SemConnection:
         sql = statement.sql
         if not self._router.is_semantic(sql):
             self._forget_plans()  # it may be DDL that changes what a remembered plan reads
-            if statement.names:  # table functions: their LLM work runs as they are read
+            if statement.objects:  # table functions: their LLM work runs as they are read
                 return Route(sql, why="its semantic work is in table functions (sem_join, "
                              "sem_topk, ...), which run their own plans as DuckDB reads "
                              "them", statement=sql)  # fmt: skip

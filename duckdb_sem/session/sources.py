@@ -15,6 +15,9 @@ Before a statement is bound, :meth:`SourceRegistry.open`
 
 Registrations live as long as the :class:`Statement` (held by the relation the statement
 returned, or until the next ``execute``); they are dropped at the start of a later statement.
+A planned statement's are set aside (unregistered) between its planning and its run and
+registered again only while it runs (:meth:`SourceRegistry.set_aside`, ``bring_back``), so
+``SHOW TABLES`` never lists them.
 """
 
 from __future__ import annotations
@@ -24,7 +27,7 @@ import itertools
 import re
 import sys
 import weakref
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from types import FrameType
 from typing import Any
 
@@ -85,7 +88,6 @@ class Statement:
     def __init__(self, sql: str, serial: int) -> None:
         self.sql = sql
         self.serial = serial
-        self.names: list[str] = []
         #: what it registered, by name (set aside between its planning and its run)
         self.objects: dict[str, object] = {}
         self.aside = False
@@ -110,7 +112,7 @@ class SourceRegistry:
     def __init__(self, owner: Session) -> None:
         self._owner = owner
         self._owners: dict[str, int] = {}  # registered name -> serial of its statement
-        self._pending: list[tuple[list[str], int]] = []
+        self._pending: list[tuple[Iterable[str], int]] = []
         #: what each live statement must close when it goes (a table function's input
         #: cursor, released by reading it or, if it is never read, here): serial -> closers
         self._closers: dict[int, list[Callable[[], None]]] = {}
@@ -156,13 +158,12 @@ class SourceRegistry:
     def _new(self, sql: str) -> Statement:
         self._flush()
         statement = Statement(sql, next(_serials))
-        weakref.finalize(statement, _defer, self._pending, statement.names, statement.serial)
+        weakref.finalize(statement, _defer, self._pending, statement.objects, statement.serial)
         return statement
 
     def _register(self, statement: Statement, name: str, obj: object) -> None:
         self._owner.duckdb.register(name, obj)
         self._owners[name] = statement.serial
-        statement.names.append(name)
         statement.objects[name] = obj
 
     def set_aside(self, statement: Statement) -> None:
@@ -171,7 +172,7 @@ class SourceRegistry:
         if statement.aside:
             return
         statement.aside = True
-        for name in statement.names:
+        for name in statement.objects:
             if self._owners.get(name) == statement.serial:
                 with contextlib.suppress(duckdb.Error):
                     self._owner.duckdb.unregister(name)
@@ -385,7 +386,7 @@ class SourceRegistry:
         return names
 
 
-def _defer(pending: list[tuple[list[str], int]], names: list[str], serial: int) -> None:
+def _defer(pending: list[tuple[Iterable[str], int]], names: Iterable[str], serial: int) -> None:
     # Runs at garbage collection, maybe inside a DuckDB scan: only note; the next statement
     # unregisters.
     pending.append((names, serial))
