@@ -24,6 +24,10 @@ Results: ``benchmarks/results/embedded_quality.md`` and ``embedded_quality.png``
 
     python benchmarks/bench_embedded_quality.py --threads 2            # ~25 min on 2 busy cores
     python benchmarks/bench_embedded_quality.py --rows 40 --tasks rt-filter
+
+The tasks of :mod:`quality_shapes` (``rt-phrasings``, ``rt-rating-words``, ``rt-labels-words``:
+phrasing robustness and closed sets asked for in words) run with ``--tasks shapes`` (or by
+name) and write ``benchmarks/results/answer_shapes.md``.
 """
 
 from __future__ import annotations
@@ -36,6 +40,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import quality_data
+import quality_shapes
 from _results import RESULTS
 
 from duckdb_sem.backends.base import Backend
@@ -302,6 +307,40 @@ def plot(rows: Sequence[Row], path: Path) -> None:
     fig.savefig(path, dpi=110)
 
 
+def shapes(
+    backend: Backend,
+    chosen: Sequence[Callable[[Backend], list[quality_shapes.ShapeRow]]],
+    args: argparse.Namespace,
+) -> None:
+    """Run :mod:`quality_shapes` tasks and write ``answer_shapes.md``."""
+    results: list[quality_shapes.ShapeRow] = []
+    try:
+        for task in chosen:
+            for row in task(backend):
+                results.append(row)
+                print(row.markdown(), flush=True)
+    except quality_data.MissingData as err:
+        raise SystemExit(f"bench_embedded_quality: {err}") from None
+    out = args.out if args.out != RESULTS / "embedded_quality.md" else RESULTS / "answer_shapes.md"
+    lines = [
+        "# Answers in the shape the question asks for (held-out Rotten Tomatoes reviews)",
+        "",
+        f"Backend `{backend.backend_id}`, {args.threads} thread(s); see the docstring of "
+        "`benchmarks/quality_shapes.py` for what each task measures.",
+        "",
+        quality_shapes.HEADER,
+        *(r.markdown() for r in results),
+        "",
+        *quality_shapes.summary(results),
+        "",
+        f"Reproduce: `python benchmarks/bench_embedded_quality.py --backend '{args.backend}' "
+        f"--threads {args.threads} --rows {args.rows} --tasks {args.tasks}`",
+        "",
+    ]
+    out.write_text("\n".join(lines), encoding="utf-8")
+    print(f"wrote {out}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--backend", default="llama:?threads={threads}")
@@ -315,7 +354,13 @@ def main() -> None:
     backend = create_backend(args.backend.format(threads=args.threads))
     modes = args.modes.split(",")
     chosen = tasks(args.rows, modes)
+    shaped = quality_shapes.shape_tasks(args.rows, auc)
     names = list(chosen) if args.tasks == "all" else args.tasks.split(",")
+    if names == ["shapes"]:
+        names = list(shaped)
+    if all(name in shaped for name in names):
+        shapes(backend, [shaped[name] for name in names], args)
+        return
     try:
         results: list[Row] = []
         for name in names:
