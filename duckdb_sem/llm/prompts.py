@@ -145,10 +145,14 @@ def check_labels(
 def closed_answers(sql_type: str, template_text: str) -> tuple[str, ...]:
     """The labels of a ``sem_map`` whose answer set is small and known, else ``()``.
 
-    BOOLEAN is yes/no; INTEGER or BIGINT is the range the template's own words name (only
-    the template, never a row's values: a review saying "2 to 3 hours" names no scale).
+    BOOLEAN is yes/no; ENUM is its labels; INTEGER or BIGINT is the range the template's own
+    words name (only the template, never a row's values: a review saying "2 to 3 hours" names
+    no scale).
     """
-    sql = parse_type(sql_type).sql
+    spec = parse_type(sql_type)
+    sql = spec.sql
+    if spec.labels:
+        return spec.labels
     if sql == "BOOLEAN":
         return ("yes", "no")
     if sql in ("INTEGER", "BIGINT"):
