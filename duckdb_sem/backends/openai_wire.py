@@ -76,11 +76,13 @@ def chat_body(
     retry: RetryPolicy,
     top_logprobs: int,
     schema_format: str = "json_schema",
+    structured: bool = True,
 ) -> dict[str, Any]:
     """The ``/chat/completions`` body of one try; a retry gets a new seed and temperature.
 
-    A typed answer's schema goes in ``response_format`` as OpenAI and vLLM spell it
-    (``json_schema``), or as llama-cpp-python's server does (``json_object`` with ``schema``).
+    A typed or closed answer's schema goes in ``response_format`` as OpenAI and vLLM spell it
+    (``json_schema``), or as llama-cpp-python's server does (``json_object`` with ``schema``);
+    with ``structured`` off (a server without structured outputs) it is not sent.
     """
     params = request.params
     messages = [{"role": "user", "content": request.row}]
@@ -97,7 +99,7 @@ def chat_body(
         body["priority"] = priority
     if request.output.task is Task.DECIDE:
         body.update(max_tokens=1, logprobs=True, top_logprobs=top_logprobs)
-    else:
+    elif structured:
         schema = output_schema(request)
         if schema is not None and schema_format == "json_object":
             body["response_format"] = {"type": "json_object", "schema": schema}
@@ -124,8 +126,8 @@ def parse_answer(request: LLMRequest, text: str) -> Any:
     if output_schema(request) is not None:
         try:
             value = spec.coerce(json.loads(text))
-        except json.JSONDecodeError:
-            value = None  # a server that ignored the schema: parse the text as generated
+        except (json.JSONDecodeError, OutputParseError):
+            value = None  # no schema sent, or a server ignored it: parse the text as generated
     if value is None:
         value = spec.parse(text)
     labels = request.output.labels
