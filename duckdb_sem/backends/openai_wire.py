@@ -30,6 +30,7 @@ from duckdb_sem.backends.retry import RETRYABLE_STATUS, Transient
 from duckdb_sem.errors import BackendError, BackendTimeoutError, BackendUnavailableError
 from duckdb_sem.llm.outputs import OutputParseError, json_schema, parse_type
 from duckdb_sem.llm.request import Completion, LLMRequest, Task
+from duckdb_sem.llm.scalars import close_json
 
 __all__ = [
     "chat_body",
@@ -152,6 +153,9 @@ def read_completion(request: LLMRequest, data: Any, *, threshold: float) -> Comp
             error = f"no yes/no token among the top log-probabilities (answer {text!r})"
             return Completion(None, text, *tokens, error=error)
         return Completion(score > threshold, text, *tokens, score=score)
+    cut = choice.get("finish_reason") == "length" and output_schema(request) is not None
+    if cut and parse_type(request.output.sql_type).is_json:  # cut off under its schema
+        text = close_json(text)
     try:
         return Completion(parse_answer(request, text), text, *tokens)
     except OutputParseError as err:

@@ -36,6 +36,7 @@ from duckdb_sem.errors import BackendUnavailableError, ConfigError
 from duckdb_sem.llm.calibration import TemplateOffsets, calibrated
 from duckdb_sem.llm.outputs import OutputParseError, parse_type
 from duckdb_sem.llm.request import Completion, LLMRequest, Task
+from duckdb_sem.llm.scalars import close_json
 
 __all__ = ["OPTIONS", "VLLMAnswers", "VLLMBackend", "from_spec"]
 
@@ -117,6 +118,7 @@ class VLLMBackend(Backend):
             for tok in self._tokenizer.encode(word, add_special_tokens=False)[:1]
         }
         self._answer_ids = sorted(ids)
+        self._structured = structured_kind(vllm) != "none"
         self.answers = VLLMAnswers(
             kind="vllm",
             model=model,
@@ -247,6 +249,9 @@ class VLLMBackend(Backend):
             return Completion(score > self.threshold, text, prompt_tokens, completion_tokens, score)
         try:
             spec = parse_type(request.output.sql_type)
+            cut = choice.finish_reason == "length" and self._structured
+            if cut and spec.is_json:  # cut off under its schema: close it where it stopped
+                text = close_json(text)
             value = spec.parse(text)
             labels = request.output.labels  # a closed answer must be one of its labels
             if labels and value not in {spec.parse(label) for label in labels}:

@@ -88,6 +88,12 @@ class TypeSpec:
         return self.sql == "VARCHAR"
 
     @property
+    def is_json(self) -> bool:
+        """Whether answers are JSON documents (a list, a STRUCT, JSON): what
+        :func:`~duckdb_sem.llm.scalars.close_json` can finish when one is cut off."""
+        return self.kind != "scalar" or self.sql == "JSON"
+
+    @property
     def column_sql(self) -> str:
         """The DuckDB type of the returned column: :attr:`sql` with ENUM and JSON as VARCHAR
         (see the module docstring)."""

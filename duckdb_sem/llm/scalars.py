@@ -22,6 +22,7 @@ from typing import Any
 
 __all__ = [
     "OutputParseError",
+    "close_json",
     "dump_json",
     "read_date_value",
     "read_json",
@@ -112,18 +113,19 @@ def read_label(text: str, labels: tuple[str, ...]) -> str:
 
 def read_json(text: str) -> str:
     """Valid JSON in ``text`` (the whole text, else the first object or array in it), as
-    compact JSON text."""
+    compact JSON text. Raw control characters inside strings (a newline a model wrote) are
+    read as if escaped."""
     stripped = text.strip()
     if stripped.startswith("```"):  # a fenced block: ```json ... ```
         stripped = stripped.strip("`").removeprefix("json").strip()
     try:
-        return dump_json(json.loads(stripped))
+        return dump_json(json.loads(stripped, strict=False))
     except json.JSONDecodeError:
         pass
     starts = [i for i in (stripped.find("{"), stripped.find("[")) if i >= 0]
     if starts:
         try:
-            value, _ = json.JSONDecoder().raw_decode(stripped[min(starts) :])
+            value, _ = json.JSONDecoder(strict=False).raw_decode(stripped[min(starts) :])
             return dump_json(value)
         except json.JSONDecodeError as err:
             raise OutputParseError(f"invalid JSON ({err.msg}) in {text[:60]!r}") from None
@@ -133,3 +135,66 @@ def read_json(text: str) -> str:
 def dump_json(value: Any) -> str:
     """A decoded JSON value as the text a JSON column holds."""
     return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+
+
+_LITERALS = ("true", "false", "null")
+
+
+def close_json(prefix: str) -> str:
+    """``prefix`` of a JSON value (what a grammar-constrained decode cut off at ``max_tokens``
+    wrote) completed into JSON: an open string closed, a dangling key given ``null``, a
+    trailing comma dropped, a cut literal or number finished, open arrays and objects closed.
+
+    Example:
+        >>> close_json('{"tone": "positive", "tags": ["a", "b')
+        '{"tone": "positive", "tags": ["a", "b"]}'
+    """
+    stack: list[str] = []  # "[" or "{" per open container
+    key_next = False  # in an object, where a key (not a value) comes next
+    after_key = False  # a key was written and its ":" not yet
+    in_string = escaped = False
+    for ch in prefix:
+        if in_string:
+            if escaped:
+                escaped = False
+            elif ch == "\\":
+                escaped = True
+            elif ch == '"':
+                in_string = False
+                after_key, key_next = key_next, False
+            continue
+        if ch == '"':
+            in_string = True
+        elif ch in "[{":
+            stack.append(ch)
+            key_next = ch == "{"
+        elif ch in "]}":
+            if stack:
+                stack.pop()
+        elif ch == ":":
+            after_key = False
+        elif ch == ",":
+            key_next = bool(stack) and stack[-1] == "{"
+    out = prefix
+    if in_string:
+        if escaped:  # a backslash whose escape was cut off
+            out = out[:-1]
+        cut = re.search(r"(\\+)u[0-9a-fA-F]{0,3}$", out)
+        if cut is not None and len(cut.group(1)) % 2:  # a cut \uXXXX escape
+            out = out[: cut.end(1) - 1]
+        out += '"'
+        after_key, key_next = key_next, False
+    out = out.rstrip()
+    word = re.search(r"(?<![\d.])[a-z]+$", out)  # a literal, not a number's exponent
+    if not in_string and word is not None:
+        full = next((lit for lit in _LITERALS if lit.startswith(word.group())), "null")
+        out = out[: word.start()] + full
+    if re.search(r"(\d[.eE][-+]?|-)$", out):  # a number cut after its sign, point or exponent
+        out += "0"
+    if out.endswith(","):
+        out = out[:-1]
+    if after_key:
+        out += ": null"
+    elif out.endswith(":"):
+        out += " null"
+    return out + "".join("]" if c == "[" else "}" for c in reversed(stack))

@@ -145,6 +145,21 @@ def test_structured_off_sends_no_schema_and_parses_text() -> None:
         create_backend("openai:http://127.0.0.1:1/v1?structured=maybe")
 
 
+def test_an_answer_cut_off_under_its_schema_is_closed_not_null() -> None:
+    def handle(request: httpx.Request) -> httpx.Response:
+        if request.url.path == "/v1/models":
+            return httpx.Response(200, json={"data": [{"id": "m", "owned_by": "vllm"}]})
+        cut = '{"tone": "negative", "keyword": "dull and ov'
+        choice = {"message": {"content": cut}, "finish_reason": "length"}
+        return httpx.Response(200, json={"choices": [choice], "usage": {}})
+
+    backend = OpenAIBackend("http://127.0.0.1:1/v1", transport=httpx.MockTransport(handle))
+    sql = "STRUCT(tone ENUM('positive', 'negative'), keyword VARCHAR)"
+    (answer,) = backend.complete([build_request(OperatorKind.MAP, "x", output_type=sql)])
+    assert answer.value == {"tone": "negative", "keyword": "dull and ov"}
+    backend.close()
+
+
 def test_schema_round_trips_to_the_sql_type() -> None:
     for sql in ("VARCHAR", "DOUBLE", "BOOLEAN", "BIGINT[]", 'STRUCT("a" BIGINT, "b" VARCHAR[])',
                 "DATE", "JSON", "ENUM('a', 'b')", 'STRUCT("t" ENUM(\'a\', \'b\'), "d" DATE[])'):  # fmt: skip
