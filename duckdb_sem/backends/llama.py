@@ -54,7 +54,7 @@ from duckdb_sem.backends.llama_prompts import (
     choice_messages,
     decide_messages,
     fit_prompt,
-    json_schema,
+    grammar_schema,
     shared_tokens,
     tokenize,
 )
@@ -395,7 +395,7 @@ class LlamaBackend(Backend):
         if spec.sql not in self._grammars:
             from llama_cpp.llama_grammar import LlamaGrammar
 
-            schema = json.dumps(json_schema(spec))
+            schema = json.dumps(grammar_schema(spec))
             self._grammars[spec.sql] = LlamaGrammar.from_json_schema(schema, verbose=False)
         return self._grammars[spec.sql]
 
