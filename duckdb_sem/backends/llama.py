@@ -63,6 +63,7 @@ from duckdb_sem.backends.output_retry import answer_with_retries, retry_params
 from duckdb_sem.backends.registry import BackendSpec
 from duckdb_sem.backends.throughput import Throughput
 from duckdb_sem.errors import ConfigError
+from duckdb_sem.llm.closed import is_scale
 from duckdb_sem.llm.outputs import OutputParseError, TypeSpec, parse_type
 from duckdb_sem.llm.prompts import DECIDE_PREFIX
 from duckdb_sem.llm.request import (
@@ -259,7 +260,8 @@ class LlamaBackend(Backend):
         best = min(len(labels) - 1, int(len(labels) * p))
         low, high = int(labels[0]), int(labels[-1])
         score = low + (high - low) * p  # ranks rows more finely than the value
-        return Completion(int(labels[best]), labels[best], decided.prompt_tokens, 1, score)
+        value = parse_type(request.output.sql_type).parse(labels[best])  # '4' or 4
+        return Completion(value, labels[best], decided.prompt_tokens, 1, score)
 
     def _label_logprobs(self, request: LLMRequest, row: str) -> tuple[list[float], int]:
         """log P(label) for each label at the start of the assistant turn, and prompt size."""
@@ -413,13 +415,11 @@ def _content_free_rows(request: LLMRequest) -> tuple[str, ...]:
 
 
 def _is_scale(request: LLMRequest) -> bool:
-    """An integer range of at least three values (``closed_answers`` of a template's scale)."""
-    labels = request.output.labels
-    if request.output.sql_type not in ("INTEGER", "BIGINT") or len(labels) < 3:
+    """An integer range of at least three values, asked for as a number or in words
+    (``closed_answers`` of a template's scale)."""
+    if request.output.sql_type not in ("INTEGER", "BIGINT", "VARCHAR"):
         return False
-    if not all(label.isdigit() for label in labels):
-        return False
-    return [int(v) for v in labels] == list(range(int(labels[0]), int(labels[0]) + len(labels)))
+    return is_scale(request.output.labels)
 
 
 def _scale_decision(request: LLMRequest) -> LLMRequest:

@@ -1,4 +1,5 @@
-"""Per-call options of a semantic function: ``model :=``, ``temperature :=``, ``max_tokens :=``.
+"""Per-call options of a semantic function: ``model :=``, ``temperature :=``, ``max_tokens :=``,
+``choices :=``.
 
 Every ``sem_*`` function takes them as named arguments after its positional ones, in DuckDB's
 ``name := value`` form (``=>`` is read the same way); each value is a literal. They are parsed
@@ -11,8 +12,11 @@ relation API (which writes them) and the UDFs (which receive them from their mac
   (``sem_map``, ``sem_agg``, ``sem_extract``). A decision (``sem_filter``, ``sem_join``,
   ``sem_topk``) is read from the yes/no tokens' log-probabilities, which neither changes, so
   there they are an error rather than silently ignored.
+- ``choices`` (``sem_map`` only): the closed answer set, scored rather than generated.
+  ``choices := ['POSITIVE', 'NEGATIVE']`` forces it; ``choices := []`` refuses the one the
+  template's words name (``llm.closed``), so the map is generated as free text.
 
-Both are part of every request's decoding parameters, hence of its signature and cache key.
+All are part of every request's decoding parameters, hence of its signature and cache key.
 
 Example:
     ``sem_map('{title} in 3 words', model := 'big', temperature := 0.2, max_tokens := 16)``
@@ -40,7 +44,7 @@ __all__ = [
     "split_options",
 ]
 
-OPTION_NAMES = ("model", "temperature", "max_tokens")
+OPTION_NAMES = ("model", "temperature", "max_tokens", "choices")
 #: functions whose answer is a decision: only ``model`` applies to them
 DECISIONS = frozenset({"sem_filter", "sem_join", "sem_topk"})
 
@@ -52,6 +56,8 @@ class CallOptions:
     model: str | None = None
     temperature: float | None = None
     max_tokens: int | None = None
+    #: a map's closed answer set: None (read from the template's words), () (none: generate)
+    choices: tuple[str, ...] | None = None
 
     def __post_init__(self) -> None:
         if self.model is not None and not self.model.strip():
@@ -64,6 +70,17 @@ class CallOptions:
             )
         if self.max_tokens is not None and self.max_tokens < 1:
             raise BindError(f"max_tokens := {self.max_tokens} must be a whole number >= 1")
+        if self.choices:
+            if any(not isinstance(c, str) or not c.strip() for c in self.choices):
+                raise BindError(
+                    f"choices := {list(self.choices)!r}: every choice must be a non-empty "
+                    "string, e.g. choices := ['POSITIVE', 'NEGATIVE']"
+                )
+            if len(set(self.choices)) < 2:
+                raise BindError(
+                    f"choices := {list(self.choices)!r} needs at least two distinct choices "
+                    "(or choices := [] to generate free text)"
+                )
 
     @property
     def model_name(self) -> str | None:
@@ -72,7 +89,12 @@ class CallOptions:
 
     @property
     def is_default(self) -> bool:
-        return self.model is None and self.temperature is None and self.max_tokens is None
+        return (
+            self.model is None
+            and self.temperature is None
+            and self.max_tokens is None
+            and self.choices is None
+        )
 
     def check_for(self, function: str) -> None:
         """Raise :class:`BindError` when decoding options are given to a decision."""
@@ -85,6 +107,11 @@ class CallOptions:
                 "read from the answer tokens' log-probabilities); pass only model := here, "
                 "or use them on sem_map / sem_agg"
             )
+        if self.choices is not None and not function.lower().startswith("sem_map"):
+            raise BindError(
+                f"{function}: choices := applies to sem_map only (a closed answer set scored "
+                "instead of generated); sem_classify takes its labels as its second argument"
+            )
 
     def decoding(self, params: DecodingParams) -> DecodingParams:
         """``params`` with this call's temperature and max_tokens where given."""
@@ -96,7 +123,8 @@ class CallOptions:
 
     def key(self) -> list[object]:
         """The options as plain values (for operator signatures)."""
-        return [self.model_name, self.temperature, self.max_tokens]
+        choices = None if self.choices is None else list(self.choices)
+        return [self.model_name, self.temperature, self.max_tokens, choices]
 
     def sql_args(self) -> str:
         """The named arguments as SQL, each after ``, `` (empty when all are default)."""
@@ -107,6 +135,9 @@ class CallOptions:
             out += f", temperature := {self.temperature!r}"
         if self.max_tokens is not None:
             out += f", max_tokens := {self.max_tokens}"
+        if self.choices is not None:
+            listed = ", ".join(exp.Literal.string(c).sql(dialect="duckdb") for c in self.choices)
+            out += f", choices := [{listed}]"
         return out
 
 
@@ -165,15 +196,19 @@ def split_options(call: exp.Func) -> tuple[list[exp.Expression], list[exp.Expres
         model=_typed(function, "model", values.get("model"), str),
         temperature=_number(function, values.get("temperature")),
         max_tokens=_whole(function, values.get("max_tokens")),
+        choices=_choices(function, values.get("choices")),
     )
     options.check_for(function)
     return positional, named, options
 
 
 def _literal(function: str, name: str, node: exp.Expression) -> object:
-    """A literal's value: a string, a number (as text), or None for NULL."""
+    """A literal's value: a string, a number (as text), None for NULL, or a tuple of values
+    for a list of literals (``['a', 'b']``)."""
     if isinstance(node, exp.Null):
         return None
+    if isinstance(node, exp.Array):
+        return tuple(_literal(function, name, item) for item in node.expressions)
     if isinstance(node, exp.Literal):
         return node.this if node.is_string else float(node.this)
     if isinstance(node, exp.Neg) and isinstance(node.this, exp.Literal) and not node.this.is_string:
@@ -184,13 +219,29 @@ def _literal(function: str, name: str, node: exp.Expression) -> object:
     )
 
 
-_EXAMPLES = {"model": "'fast'", "temperature": "0.2", "max_tokens": "64"}
+_EXAMPLES = {
+    "model": "'fast'",
+    "temperature": "0.2",
+    "max_tokens": "64",
+    "choices": "['POSITIVE', 'NEGATIVE']",
+}
+
+
+def _choices(function: str, value: object) -> tuple[str, ...] | None:
+    if value is None:
+        return None
+    if not isinstance(value, tuple) or not all(isinstance(v, str) for v in value):
+        raise BindError(
+            f"{function}: choices := takes a list of strings, e.g. choices := "
+            f"{_EXAMPLES['choices']} (or [] to generate free text)"
+        )
+    return tuple(str(v) for v in value)
 
 
 def _typed(function: str, name: str, value: object, kind: type) -> str | None:
     if value is None:
         return None
-    if not isinstance(value, kind):
+    if isinstance(value, tuple) or not isinstance(value, kind):
         raise BindError(f"{function}: {name} := takes a string, e.g. {name} := {_EXAMPLES[name]}")
     return str(value)
 
@@ -198,9 +249,8 @@ def _typed(function: str, name: str, value: object, kind: type) -> str | None:
 def _number(function: str, value: object) -> float | None:
     if value is None:
         return None
-    if isinstance(value, str):
+    if not isinstance(value, float):
         raise BindError(f"{function}: temperature := takes a number, e.g. temperature := 0.2")
-    assert isinstance(value, float)
     return value
 
 

@@ -12,12 +12,12 @@ Example:
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 from typing import Protocol
 
 from duckdb_sem.errors import BindError
 from duckdb_sem.llm.call_options import DEFAULT_OPTIONS, CallOptions
+from duckdb_sem.llm.closed import named_choices, scale_named
 from duckdb_sem.llm.outputs import parse_type
 from duckdb_sem.llm.request import (
     DecodingParams,
@@ -95,21 +95,10 @@ _AGG_PREFIX = (
 )
 
 
-# "from 1 (awful) to 5 (excellent)", "on a 1 to 5 scale", "1-10", "between 0 and 3"
-_SCALE = re.compile(
-    r"(?<![\d.])(\d{1,2})\s*(?:\([^()]{0,40}\)\s*)?(?:to|-|\u2013|and)\s*(\d{1,2})(?![\d.])",
-    re.IGNORECASE,
-)
-_MAX_LABELS = 11
-
-
 def scale_in(text: str) -> tuple[int, int] | None:
-    """The integer range a template names (``1 to 5``), or None; at most 11 values."""
-    for match in _SCALE.finditer(text):
-        low, high = int(match.group(1)), int(match.group(2))
-        if 0 <= low < high and high - low + 1 <= _MAX_LABELS:
-            return low, high
-    return None
+    """The integer range a typed INTEGER map's template names (``1 to 5``), or None: up to 11
+    values by themselves, up to 101 beside a rating word (``llm.closed.scale_named``)."""
+    return scale_named(text, need_rating_word=False)
 
 
 def check_labels(
@@ -142,17 +131,20 @@ def check_labels(
     return tuple(labels)
 
 
-def closed_answers(sql_type: str, template_text: str) -> tuple[str, ...]:
+def closed_answers(sql_type: str | None, template_text: str) -> tuple[str, ...]:
     """The labels of a ``sem_map`` whose answer set is small and known, else ``()``.
 
     BOOLEAN is yes/no; ENUM is its labels; INTEGER or BIGINT is the range the template's own
     words name (only the template, never a row's values: a review saying "2 to 3 hours" names
-    no scale).
+    no scale); an untyped (VARCHAR) map is the option list or rating scale its words name
+    (:func:`llm.closed.named_choices`: "Answer POSITIVE or NEGATIVE", "on a 1 to 5 scale").
     """
-    spec = parse_type(sql_type)
+    spec = parse_type(sql_type or "VARCHAR")
     sql = spec.sql
     if spec.labels:
         return spec.labels
+    if sql == "VARCHAR":
+        return named_choices(template_text) or ()
     if sql == "BOOLEAN":
         return ("yes", "no")
     if sql in ("INTEGER", "BIGINT"):
@@ -186,15 +178,22 @@ def build_request(
 
     ``template`` is the unrendered template ``rendered`` came from (backends calibrate per
     template and share its leading text). A map with a closed answer set (``labels``, a
-    BOOLEAN, or an integer scale its template names) is scored by backends that can score,
-    and generated then parsed by the others. ``options`` (a call's ``temperature :=`` and
-    ``max_tokens :=``) override the decoding parameters; the model is chosen by the engine.
+    BOOLEAN, an integer scale its template names, or the options or scale an untyped
+    template's words name; ``choices :=`` forces or refuses one) is scored by backends that
+    can score and decoded under a choice constraint by the others. ``options`` (a call's
+    ``temperature :=`` and ``max_tokens :=``) override the decoding parameters; the model is
+    chosen by the engine.
     """
     unrendered = None
     if template is not None and operator is not OperatorKind.AGG:
         unrendered = RowTemplate(tuple(template.pieces), tuple(template.fields))
-    if not labels and operator is OperatorKind.MAP and output_type:
-        labels = closed_answers(output_type, "".join(unrendered.pieces) if unrendered else "")
+    if not labels and operator is OperatorKind.MAP:
+        if options.choices is not None:
+            labels = options.choices
+        else:
+            # a row's values never count: "\n" between the pieces ends any list or range
+            words = "\n".join(unrendered.pieces) if unrendered else ""
+            labels = closed_answers(output_type, words)
     if operator in (OperatorKind.FILTER, OperatorKind.JOIN):
         output = OutputSpec.decision()
         params = DecodingParams(max_tokens=1)

@@ -240,7 +240,7 @@ class _Run:
                 schema = schema.append(pa.field(op.output, _map_type(op.call)))
 
         def batches() -> Iterator[pa.RecordBatch]:
-            with _closing(reader):  # a failed call must not leave DuckDB an open result
+            with contextlib.closing(reader):  # a failed call leaves DuckDB no open result
                 for batch in reader:
                     for op, op_path in chain:
                         batch = self._apply(op, op_path, batch)
@@ -278,7 +278,7 @@ class _Run:
             reader = self.con.sql(pairs).to_arrow_reader(self.batch_size)
 
         def batches() -> Iterator[pa.RecordBatch]:
-            with _closing(reader):
+            with contextlib.closing(reader):
                 for batch in reader:
                     yield self._join_batch(node, path, batch)
 
@@ -313,15 +313,6 @@ class _Run:
         actual = self.actuals.setdefault(path, Actual())
         for key, value in deltas.items():
             setattr(actual, key, getattr(actual, key) + value)
-
-
-@contextlib.contextmanager
-def _closing(reader: Any) -> Iterator[None]:
-    """Close ``reader`` (a DuckDB result stream) however its reading ends."""
-    try:
-        yield
-    finally:
-        reader.close()
 
 
 def _args(batch: pa.RecordBatch, call: SemCall) -> list[pa.Array]:

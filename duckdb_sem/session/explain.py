@@ -23,6 +23,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from duckdb_sem.backends.base import plain_chat
+from duckdb_sem.llm.closed import describe
 from duckdb_sem.llm.prompts import build_request
 from duckdb_sem.llm.render import render_column
 from duckdb_sem.llm.request import LLMRequest
@@ -272,6 +273,9 @@ def prompt_lines(con: Session, plan: Node) -> list[str]:
             f"    decoding: max_tokens={p.max_tokens} temperature={p.temperature} seed={p.seed}; "
             f"output: {request.output.task.value} {request.output.sql_type}{labels}"
         )
+        closed = describe(request.output)
+        if closed is not None:
+            lines.append(f"    {closed}")
         chat = backend.messages(request) if backend is not None else plain_chat(request)
         for message in chat:
             text = message["content"].replace("\n", "\n      ")

@@ -130,9 +130,13 @@ class SemRelation:
     def sem_map(
         self, template: str, *, name: str = "sem_map", type: str | None = None,
         model: str | None = None, temperature: float | None = None, max_tokens: int | None = None,
+        choices: Sequence[str] | None = None,
     ) -> SemRelation:  # fmt: skip
+        """A column ``name`` of ``template``'s answer per row (``type``: the SQL type);
+        ``choices=`` is the SQL form's ``choices :=`` (a closed answer set; ``[]``: none)."""
         options = self._options("sem_map", model=model, temperature=temperature,
-                                max_tokens=max_tokens)  # fmt: skip
+                                max_tokens=max_tokens,
+                                choices=None if choices is None else tuple(choices))  # fmt: skip
         chain = self._open_chain()
         if any(o[0].lower() == name.lower() for o in chain.outputs()):
             raise BindError(f"sem_map: the relation already has a column {name!r}; pass name=")

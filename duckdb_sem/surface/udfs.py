@@ -5,9 +5,9 @@ values as a ``VARCHAR[]``; an SQL macro whose column parameters ``a0`` ... ``a7`
 NULL gives users the explicit form ``sem_filter('... {0} ... {1}', col_a, col_b)`` (it passes
 how many were given, read from ``typeof`` at bind time, so a column that is NULL still counts). ``sem_agg`` is a macro over DuckDB's ``list()``
 aggregate feeding a scalar UDF, since DuckDB's Python client has no aggregate UDFs. Every
-macro also takes the named arguments ``model :=``, ``temperature :=`` and ``max_tokens :=``
-(:mod:`duckdb_sem.llm.call_options`), passed to the UDF as three more arguments (NULL when
-not given), so ``sem_map('{0} in 3 words', title, model := 'fast')`` works in a plain
+macro also takes the named arguments ``model :=``, ``temperature :=``, ``max_tokens :=`` and
+``choices :=`` (:mod:`duckdb_sem.llm.call_options`), passed to the UDF as four more arguments
+(NULL when not given; the choices list as JSON text), so ``sem_map('{0} in 3 words', title, model := 'fast')`` works in a plain
 connection too. (One macro rather than an overload per arity: DuckDB lets a defaulted
 parameter be given by position, so overloads with the named arguments would be ambiguous.)
 
@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import contextlib
 import itertools
+import json
 import threading
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -59,9 +60,10 @@ PLAIN_TYPED_MAPS = {
     "list": "VARCHAR[]",
 }
 #: the named arguments every macro takes, with their defaults, and the UDF's argument types
-_OPTION_PARAMS = "model := NULL, temperature := NULL, max_tokens := NULL"
-_OPTION_ARGS = "model, temperature, max_tokens"
-_OPTION_TYPES = ["VARCHAR", "DOUBLE", "BIGINT"]
+_OPTION_PARAMS = "model := NULL, temperature := NULL, max_tokens := NULL, choices := NULL"
+# choices (a list) reaches the UDF as JSON text: one hashable constant per query
+_OPTION_ARGS = "model, temperature, max_tokens, CAST(to_json(choices) AS VARCHAR)"
+_OPTION_TYPES = ["VARCHAR", "DOUBLE", "BIGINT", "VARCHAR"]
 #: the number of column arguments a macro call was given (typeof is constant, folded at bind)
 _GIVEN = (
     "CASE "
@@ -276,8 +278,9 @@ class SemSession:
             model: pa.Array,
             temperature: pa.Array,
             max_tokens: pa.Array,
+            choices: pa.Array,
         ) -> pa.Array:
-            options = (given, model, temperature, max_tokens)
+            options = (given, model, temperature, max_tokens, choices)
             return self._remembered(lambda: self._classify(templates, labels, values, options))
 
         return self._register("__semudf_classify", lambda: udf,
@@ -324,8 +327,9 @@ class SemSession:
             model: pa.Array,
             temperature: pa.Array,
             max_tokens: pa.Array,
+            choices: pa.Array,
         ) -> pa.Array:
-            options = (given, model, temperature, max_tokens)
+            options = (given, model, temperature, max_tokens, choices)
             return self._remembered(
                 lambda: self._evaluate(kind, output_type, name, templates, values, options)
             )
@@ -345,7 +349,7 @@ class SemSession:
             templates = templates.combine_chunks()
         if isinstance(values, pa.ChunkedArray):
             values = values.combine_chunks()
-        # (template, columns given, model, temperature, max_tokens): constants in a query
+        # (template, columns given, model, temperature, max_tokens, choices): constants in a query
         arrays = [_combined(a) for a in (templates, *options)]
         uniques = [pc.unique(a) for a in arrays]
         if all(len(u) == 1 for u in uniques) and uniques[0][0].is_valid:
@@ -441,13 +445,27 @@ def _typed_udf(spec: TypeSpec) -> str:
 
 def _options(name: str, key: tuple[object, ...]) -> tuple[int | None, CallOptions]:
     """A UDF row's column count and named arguments (as its macro passed them), checked."""
-    count, model, temperature, max_tokens = (*key[1:], None, None, None, None)[:4]
+    count, model, temperature, max_tokens, choices = (*key[1:], None, None, None, None, None)[:5]
     if model is not None and not isinstance(model, str):
         raise BindError(f"{name}: model := takes a model name, e.g. model := 'fast'")
     options = CallOptions(
         model=model,
         temperature=None if temperature is None else float(temperature),  # type: ignore[arg-type]
         max_tokens=None if max_tokens is None else int(max_tokens),  # type: ignore[call-overload]
+        choices=_choices_from_json(name, choices),
     )
     options.check_for(name)
     return (None if count is None else int(count)), options  # type: ignore[call-overload]
+
+
+def _choices_from_json(name: str, text: object) -> tuple[str, ...] | None:
+    """``choices :=`` as the macro passed it (``to_json`` of the list), or None."""
+    if text is None:
+        return None
+    values = json.loads(str(text))
+    if not isinstance(values, list) or not all(isinstance(v, str) for v in values):
+        raise BindError(
+            f"{name}: choices := takes a list of strings, e.g. choices := "
+            "['POSITIVE', 'NEGATIVE'] (or [] to generate free text)"
+        )
+    return tuple(values)

@@ -69,7 +69,8 @@ def test_one_row_decisions_also_calibrate_on_irrelevant_texts_joins_do_not() -> 
         ("On a 1 to 5 scale, how positive is {0}? Answer with the digit only.", (1, 5)),
         ("Score 0-3 for toxicity: {0}", (0, 3)),
         ("Rate between 1 and 10: {0}", (1, 10)),
-        ("How many stars (1 to 100)? {0}", None),  # too many values to score
+        ("How many stars (1 to 100)? {0}", (1, 100)),  # beside a rating word: up to 101 values
+        ("Which page (1 to 100)? {0}", None),  # too many values without one
         ("Give the year: {0}", None),
     ],
 )
@@ -81,7 +82,8 @@ def test_closed_answers() -> None:
     assert closed_answers("BOOLEAN", "Is it good? {0}") == ("yes", "no")
     assert closed_answers("INTEGER", "Rate 1 to 3: {0}") == ("1", "2", "3")
     assert closed_answers("INTEGER", "How many people? {0}") == ()
-    assert closed_answers("VARCHAR", "Rate 1 to 3: {0}") == ()
+    assert closed_answers("VARCHAR", "Rate 1 to 3: {0}") == ("1", "2", "3")  # words name it
+    assert closed_answers("VARCHAR", "Pages 1 to 3: {0}") == ()
     assert closed_answers("ENUM('pos', 'neg')", "Tone of {0}") == ("pos", "neg")
     assert closed_answers("STRUCT(t ENUM('pos', 'neg'))", "Tone of {0}") == ()  # a field: a schema
 
