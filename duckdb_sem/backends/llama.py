@@ -18,8 +18,10 @@ against the same content-free rows; the answer is the best label. An integer sca
 from the calibrated decision "is the answer in the upper half of that scale?" mapped onto the
 scale by fixed cut points (see ``SCALE_QUESTION``; its ``score`` ranks rows more finely). The template's text before its first field joins the KV-shared prefix, so only the
 row's own values are evaluated per row. Typed generation uses a grammar derived from the
-output type, so the output parses; malformed output is retried per ``RETRY_POLICY`` and then
-returned as ``value=None``.
+output type (``outputs.json_schema``: an ENUM field is one of its labels, a DATE a calendar
+date), so the output parses; a nested answer (JSON, a list, a STRUCT) cut off at ``max_tokens``
+is closed where it stopped (``scalars.close_json``: a truncated value, never a NULL); malformed
+output is retried per ``RETRY_POLICY`` and then returned as ``value=None``.
 
 One llama.cpp context per (path, n_ctx, threads) per process, shared by all backend instances and
 guarded by a lock: contexts are not thread-safe, and a second copy would only halve the cache
@@ -52,7 +54,7 @@ from duckdb_sem.backends.llama_prompts import (
     choice_messages,
     decide_messages,
     fit_prompt,
-    json_schema,
+    grammar_schema,
     shared_tokens,
     tokenize,
 )
@@ -72,6 +74,7 @@ from duckdb_sem.llm.request import (
     RowTemplate,
     Task,
 )
+from duckdb_sem.llm.scalars import close_json
 
 __all__ = [
     "CALIBRATION",
@@ -365,6 +368,9 @@ class LlamaBackend(Backend):
         params = retry_params(request.params, attempt, RETRY_POLICY)
         self._model.llama.set_seed(params.seed)
         text, produced = self._sample(prompt, params.temperature, max_tokens, grammar)
+        if grammar is not None and produced >= max_tokens and spec.is_json:
+            # cut off at max_tokens: the grammar kept it a JSON prefix, so it can be closed
+            text = close_json(text)
         try:
             value = spec.parse(text)
         except OutputParseError as err:
@@ -391,7 +397,7 @@ class LlamaBackend(Backend):
         if spec.sql not in self._grammars:
             from llama_cpp.llama_grammar import LlamaGrammar
 
-            schema = json.dumps(json_schema(spec))
+            schema = json.dumps(grammar_schema(spec))
             self._grammars[spec.sql] = LlamaGrammar.from_json_schema(schema, verbose=False)
         return self._grammars[spec.sql]
 

@@ -10,8 +10,9 @@ probability of yes-tokens against no-tokens (score = log-odds, yes when above ``
 so a model that answers "Yes." or " yes" is read correctly and free text is never searched.
 A request that carries its template is calibrated per template: the mean score of content-free
 rows of that template (fields blanked or "N/A", measured once) is subtracted first
-(:mod:`duckdb_sem.llm.calibration`). Typed generation sends the type's JSON schema as
-``response_format`` and is parsed into the requested type; malformed output is retried per
+(:mod:`duckdb_sem.llm.calibration`). Typed generation and closed answers (an enum of the labels) send the JSON schema as
+``response_format`` (``structured=off`` for a server without structured outputs: then they are
+generated free and parsed) and are parsed into the requested type; malformed output is retried per
 :data:`~duckdb_sem.backends.base.RETRY_POLICY` (new seed, higher temperature), then NULL.
 Transport failures (timeouts, resets, HTTP 408/429/5xx, truncated or unreadable responses) are
 retried with backoff per :data:`~duckdb_sem.backends.retry.TRANSPORT_RETRY` (spec options
@@ -29,6 +30,7 @@ reuses the shared prefix because it is always sent first, as the system message.
 from __future__ import annotations
 
 import logging
+import re
 import threading
 import time
 from collections.abc import Callable, Sequence
@@ -77,6 +79,7 @@ __all__ = [
 ]
 
 logger = logging.getLogger(__name__)
+_REFUSED = re.compile(r"HTTP (400|422)\b")  # a request the server will not take as it is
 
 #: version of the chat layout :func:`.openai_wire.chat_body` sends (system prefix, user row,
 #: typed answers' JSON schema) and of how decisions are read (per-template content-free
@@ -87,6 +90,13 @@ OPTIONS = (
     SpecOption("model", "served model name (default: the server's only model)", True),
     SpecOption("threshold", "log-odds above which a decision is yes (default 0)", True),
     SpecOption("top_logprobs", "alternatives read for a decision (default 20)", True),
+    SpecOption(
+        "structured",
+        "on (default): typed and closed answers decoded under their JSON schema "
+        "(`response_format`); off: for a server without structured outputs, generated free "
+        "and parsed",
+        True,
+    ),
     SpecOption("concurrency", "requests in flight (default 32 on vLLM/sim, else 2)"),
     SpecOption("timeout", "seconds to wait for one HTTP answer (default 60)"),
     SpecOption("api_key_env", "environment variable holding the API key"),
@@ -100,6 +110,7 @@ class OpenAIAnswers(Answers):
     threshold: float = 0.0
     top_logprobs: int = 20
     wire_format: int = WIRE_FORMAT
+    structured: bool = True
 
 
 class OpenAIBackend(Backend):
@@ -115,6 +126,7 @@ class OpenAIBackend(Backend):
         timeout: float = 60.0,
         threshold: float = 0.0,
         top_logprobs: int = 20,
+        structured: bool = True,
         retry: RetryPolicy = RETRY_POLICY,
         transport_retry: TransportRetry = TRANSPORT_RETRY,
         transport: httpx.BaseTransport | None = None,
@@ -125,6 +137,7 @@ class OpenAIBackend(Backend):
         self.spec = spec or f"openai:{self.base_url}"
         self.threshold = threshold
         self.top_logprobs = top_logprobs
+        self.structured = structured
         self.retry = retry
         self.transport_retry = transport_retry
         key = api_key if api_key is not None else key_from_env()
@@ -146,6 +159,7 @@ class OpenAIBackend(Backend):
             server=self.base_url,
             threshold=threshold,
             top_logprobs=top_logprobs,
+            structured=structured,
         )
         default = 32 if self.server_kind in ("vllm", "sim") else 2
         self.concurrency = max(1, concurrency or default)
@@ -280,8 +294,19 @@ class OpenAIBackend(Backend):
             top_logprobs=self.top_logprobs,
             # llama-cpp-python's server takes a schema only in its json_object form
             schema_format="json_object" if self.server_kind == "llama.cpp" else "json_schema",
+            structured=self.structured,
         )
-        data = self._post("/chat/completions", body, stop=lambda: id(request) in self._aborted)
+        try:
+            data = self._post("/chat/completions", body, stop=lambda: id(request) in self._aborted)
+        except BackendError as err:
+            if "response_format" in body and _REFUSED.search(str(err)):
+                raise BackendError(
+                    f"{self.spec}: the server refused the structured-output constraint "
+                    f"(response_format) of a {request.output.sql_type} answer ({err}); use a "
+                    "server with structured outputs (vLLM, llama.cpp's server), or add "
+                    "structured=off to the backend spec to have answers generated free and parsed"
+                ) from err
+            raise
         return read_completion(request, data, threshold=self.threshold)
 
     def _post(
@@ -313,6 +338,14 @@ def from_spec(spec: BackendSpec) -> OpenAIBackend:
         timeout=spec.float_option("timeout", 60.0),
         threshold=spec.float_option("threshold", 0.0),
         top_logprobs=spec.int_option("top_logprobs", 20),
+        structured=_on_off(spec, "structured"),
         transport_retry=policy_from_spec(spec),
         spec=spec.raw,
     )
+
+
+def _on_off(spec: BackendSpec, key: str) -> bool:
+    value = (spec.option(key) or "on").lower()
+    if value not in ("on", "off"):
+        raise ConfigError(f"backend {spec.raw!r}: {key} must be on or off, not {value!r}")
+    return value == "on"

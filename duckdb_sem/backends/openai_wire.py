@@ -30,6 +30,7 @@ from duckdb_sem.backends.retry import RETRYABLE_STATUS, Transient
 from duckdb_sem.errors import BackendError, BackendTimeoutError, BackendUnavailableError
 from duckdb_sem.llm.outputs import OutputParseError, json_schema, parse_type
 from duckdb_sem.llm.request import Completion, LLMRequest, Task
+from duckdb_sem.llm.scalars import close_json
 
 __all__ = [
     "chat_body",
@@ -76,11 +77,13 @@ def chat_body(
     retry: RetryPolicy,
     top_logprobs: int,
     schema_format: str = "json_schema",
+    structured: bool = True,
 ) -> dict[str, Any]:
     """The ``/chat/completions`` body of one try; a retry gets a new seed and temperature.
 
-    A typed answer's schema goes in ``response_format`` as OpenAI and vLLM spell it
-    (``json_schema``), or as llama-cpp-python's server does (``json_object`` with ``schema``).
+    A typed or closed answer's schema goes in ``response_format`` as OpenAI and vLLM spell it
+    (``json_schema``), or as llama-cpp-python's server does (``json_object`` with ``schema``);
+    with ``structured`` off (a server without structured outputs) it is not sent.
     """
     params = request.params
     messages = [{"role": "user", "content": request.row}]
@@ -97,7 +100,7 @@ def chat_body(
         body["priority"] = priority
     if request.output.task is Task.DECIDE:
         body.update(max_tokens=1, logprobs=True, top_logprobs=top_logprobs)
-    else:
+    elif structured:
         schema = output_schema(request)
         if schema is not None and schema_format == "json_object":
             body["response_format"] = {"type": "json_object", "schema": schema}
@@ -124,8 +127,8 @@ def parse_answer(request: LLMRequest, text: str) -> Any:
     if output_schema(request) is not None:
         try:
             value = spec.coerce(json.loads(text))
-        except json.JSONDecodeError:
-            value = None  # a server that ignored the schema: parse the text as generated
+        except (json.JSONDecodeError, OutputParseError):
+            value = None  # no schema sent, or a server ignored it: parse the text as generated
     if value is None:
         value = spec.parse(text)
     labels = request.output.labels
@@ -150,6 +153,9 @@ def read_completion(request: LLMRequest, data: Any, *, threshold: float) -> Comp
             error = f"no yes/no token among the top log-probabilities (answer {text!r})"
             return Completion(None, text, *tokens, error=error)
         return Completion(score > threshold, text, *tokens, score=score)
+    cut = choice.get("finish_reason") == "length" and output_schema(request) is not None
+    if cut and parse_type(request.output.sql_type).is_json:  # cut off under its schema
+        text = close_json(text)
     try:
         return Completion(parse_answer(request, text), text, *tokens)
     except OutputParseError as err:

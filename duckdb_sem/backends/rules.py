@@ -6,8 +6,10 @@ rendered template with its literal words removed, so the template's own words ne
 falls under ``P``; otherwise yes when a hash of the whole row falls under ``selectivity``
 (default 0.5). ``hash`` is the oracle of differential tests: the answer depends on the data
 alone, so a filter applied to the wrong rows changes the result. Generation: VARCHAR answers ``"<first words of the row>"``; numbers are the
-row's length; BOOLEAN follows the decision rule; lists and structs are built from the row's
-words. A choice among text labels (``sem_classify``) is the first label a column value
+row's length; BOOLEAN follows the decision rule; a DATE is 2000-01-01 plus the row's length in
+days; JSON is ``{"words": [<first three words>], "length": <row length>}``; an ENUM (a STRUCT
+field) is the first of its labels the row names, else one a hash of the row picks; lists and
+structs are built from the row's words. A choice among text labels (``sem_classify``) is the first label a column value
 contains (case-insensitive), else the one a hash of the column values picks. ``latency_ms``
 adds a sleep per batch. Token counts are whitespace words.
 
@@ -16,6 +18,7 @@ Example: ``test:?yes_if=great|good&latency_ms=5`` or ``test:?hash=0.5``
 
 from __future__ import annotations
 
+import datetime
 import hashlib
 import math
 import threading
@@ -29,6 +32,7 @@ from duckdb_sem.backends.registry import BackendSpec, SpecOption
 from duckdb_sem.backends.throughput import Throughput
 from duckdb_sem.llm.outputs import TypeSpec, parse_type
 from duckdb_sem.llm.request import Completion, LLMRequest, Task
+from duckdb_sem.llm.scalars import dump_json
 
 __all__ = ["OPTIONS", "RuleAnswers", "RuleBackend", "from_spec"]
 
@@ -140,7 +144,7 @@ class RuleBackend(Backend):
             yes = self.decide(request.row, request)
             return Completion(yes, "yes" if yes else "no", prompt_tokens, 1, 1.0 if yes else -1.0)
         spec = parse_type(request.output.sql_type)
-        if request.output.task is Task.CLASSIFY and spec.is_text:
+        if request.output.task is Task.CLASSIFY and (spec.is_text or spec.labels):
             label = choose_label(request)
             return Completion(label, label, prompt_tokens, 1)
         value = self._generate(spec, request.row, request)
@@ -154,8 +158,15 @@ class RuleBackend(Backend):
             return [self._generate(child, w) for w in words[:3]]
         if spec.kind == "struct":
             return {name: self._generate(child, row, request) for name, child in spec.children}
+        if spec.labels:  # the first label the row names, else one its hash picks
+            named = [label for label in spec.labels if label.lower() in row.lower()]
+            return named[0] if named else spec.labels[int(_unit(row) * len(spec.labels))]
         if spec.sql == "VARCHAR":
             return " ".join(words[:5])
+        if spec.sql == "DATE":  # a day after 2000-01-01 as many days as the row is long
+            return datetime.date(2000, 1, 1) + datetime.timedelta(days=len(row))
+        if spec.sql == "JSON":
+            return dump_json({"words": words[:3], "length": len(row)})
         if spec.sql == "BOOLEAN":
             return self.decide(row, request)
         if spec.sql == "DOUBLE":

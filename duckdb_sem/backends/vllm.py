@@ -10,7 +10,9 @@ the caller's ``__main__`` to be import-safe, which a library cannot promise.
 
 Decisions are constrained to the yes/no tokens (``allowed_token_ids``) and scored from the raw
 log-probabilities of the first token, as in :mod:`duckdb_sem.backends.openai`, and calibrated
-per template (:mod:`duckdb_sem.llm.calibration`) when the request carries its template.
+per template (:mod:`duckdb_sem.llm.calibration`) when the request carries its template. Closed
+answers are decoded as a structured-output choice among their labels and typed answers under
+their type's JSON schema (:mod:`.vllm_sampling`), so neither is free text.
 """
 
 from __future__ import annotations
@@ -29,10 +31,12 @@ from duckdb_sem.backends.identity import digest
 from duckdb_sem.backends.openai import decide_from_logprobs
 from duckdb_sem.backends.output_retry import answer_with_retries
 from duckdb_sem.backends.registry import BackendSpec, SpecOption
+from duckdb_sem.backends.vllm_sampling import sampling_params, structured_kind
 from duckdb_sem.errors import BackendUnavailableError, ConfigError
 from duckdb_sem.llm.calibration import TemplateOffsets, calibrated
 from duckdb_sem.llm.outputs import OutputParseError, parse_type
 from duckdb_sem.llm.request import Completion, LLMRequest, Task
+from duckdb_sem.llm.scalars import close_json
 
 __all__ = ["OPTIONS", "VLLMAnswers", "VLLMBackend", "from_spec"]
 
@@ -58,6 +62,8 @@ class VLLMAnswers(Answers):
     chat_template: str = ""  # digest of the tokenizer's chat template: the prompt format
     answer_words: str = digest(_ANSWER_WORDS)  # the tokens a decision is constrained to
     calibration: str = "template-v2"  # decisions shifted by their template's content-free offset
+    #: how typed and closed answers are constrained (``vllm_sampling.structured_kind``)
+    structured: str = "none"
 
 
 def _import_vllm() -> Any:
@@ -112,6 +118,7 @@ class VLLMBackend(Backend):
             for tok in self._tokenizer.encode(word, add_special_tokens=False)[:1]
         }
         self._answer_ids = sorted(ids)
+        self._structured = structured_kind(vllm) != "none"
         self.answers = VLLMAnswers(
             kind="vllm",
             model=model,
@@ -119,6 +126,7 @@ class VLLMBackend(Backend):
             threshold=threshold,
             top_logprobs=top_logprobs,
             chat_template=digest([getattr(self._tokenizer, "chat_template", None) or ""]),
+            structured=structured_kind(vllm),
         )
         self._cond = threading.Condition()
         self._incoming: list[tuple[str, str, Any]] = []
@@ -200,18 +208,8 @@ class VLLMBackend(Backend):
         return f"{request.prefix}\n\n{request.row}\n"
 
     def _params(self, request: LLMRequest, attempt: int) -> Any:
-        p = request.params
-        temperature = p.temperature if attempt == 0 else self.retry.retry_temperature
-        if request.output.task is Task.DECIDE:
-            return self._vllm.SamplingParams(
-                max_tokens=1,
-                temperature=0.0,
-                logprobs=self.top_logprobs,
-                allowed_token_ids=self._answer_ids,
-            )
-        return self._vllm.SamplingParams(
-            max_tokens=p.max_tokens, temperature=temperature, seed=p.seed + attempt
-        )
+        return sampling_params(self._vllm, request, attempt, retry=self.retry,
+                               top_logprobs=self.top_logprobs, answer_ids=self._answer_ids)  # fmt: skip
 
     def _run(self, requests: list[LLMRequest], attempt: int) -> list[Any]:
         with self._cond:
@@ -251,6 +249,9 @@ class VLLMBackend(Backend):
             return Completion(score > self.threshold, text, prompt_tokens, completion_tokens, score)
         try:
             spec = parse_type(request.output.sql_type)
+            cut = choice.finish_reason == "length" and self._structured
+            if cut and spec.is_json:  # cut off under its schema: close it where it stopped
+                text = close_json(text)
             value = spec.parse(text)
             labels = request.output.labels  # a closed answer must be one of its labels
             if labels and value not in {spec.parse(label) for label in labels}:

@@ -134,12 +134,15 @@ def check_labels(
 def closed_answers(sql_type: str | None, template_text: str) -> tuple[str, ...]:
     """The labels of a ``sem_map`` whose answer set is small and known, else ``()``.
 
-    BOOLEAN is yes/no; INTEGER or BIGINT is the range the template's own words name (only
-    the template, never a row's values: a review saying "2 to 3 hours" names no scale); an
-    untyped (VARCHAR) map is the option list or rating scale its words name
+    BOOLEAN is yes/no; ENUM is its labels; INTEGER or BIGINT is the range the template's own
+    words name (only the template, never a row's values: a review saying "2 to 3 hours" names
+    no scale); an untyped (VARCHAR) map is the option list or rating scale its words name
     (:func:`llm.closed.named_choices`: "Answer POSITIVE or NEGATIVE", "on a 1 to 5 scale").
     """
-    sql = parse_type(sql_type or "VARCHAR").sql
+    spec = parse_type(sql_type or "VARCHAR")
+    sql = spec.sql
+    if spec.labels:
+        return spec.labels
     if sql == "VARCHAR":
         return named_choices(template_text) or ()
     if sql == "BOOLEAN":

@@ -12,6 +12,7 @@ cross-query fusion rely on.
 
 from __future__ import annotations
 
+import datetime
 import enum
 import functools
 import hashlib
@@ -30,6 +31,7 @@ __all__ = [
     "OutputSpec",
     "RowTemplate",
     "Task",
+    "json_default",
 ]
 
 #: Neutral values for a template's fields in content-free calibration rows (Zhao et al. 2021
@@ -232,6 +234,7 @@ class Completion:
                 "error": self.error,
             },
             ensure_ascii=False,
+            default=json_default,
         )
 
     @staticmethod
@@ -245,3 +248,11 @@ class Completion:
             score=raw.get("score"),
             error=raw.get("error"),
         )
+
+
+def json_default(value: object) -> str:
+    """How an answer's non-JSON value is written (a DATE as ISO text: ``outputs.to_arrow``
+    reads it back), for ``json.dumps(default=...)``."""
+    if isinstance(value, datetime.date):
+        return value.isoformat()
+    raise TypeError(f"{type(value).__name__} is not a JSON value")

@@ -145,7 +145,9 @@ class CostModel:
         decision)."""
         upper = (output_type or "BOOLEAN").upper()
         table = self.defaults.completion_tokens
-        if "[" in upper or "STRUCT" in upper:
+        if upper.startswith("ENUM("):  # one label, scored like a yes/no
+            return table["BOOLEAN"]
+        if "[" in upper or "STRUCT" in upper or upper == "JSON":
             return table["NESTED"]
         if upper in ("BOOLEAN", "BOOL"):
             return table["BOOLEAN"]

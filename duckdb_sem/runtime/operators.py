@@ -19,7 +19,7 @@ from duckdb_sem.backends.tokens import estimate_tokens
 from duckdb_sem.cache.arrays import AnswerArrays, Remembered, array_digest
 from duckdb_sem.errors import TemplateError
 from duckdb_sem.llm.call_options import DEFAULT_OPTIONS, CallOptions
-from duckdb_sem.llm.outputs import parse_type
+from duckdb_sem.llm.outputs import parse_type, to_arrow
 from duckdb_sem.llm.prompts import build_request
 from duckdb_sem.llm.render import render_column, render_lists
 from duckdb_sem.llm.request import Completion, LLMRequest, OperatorKind, Task
@@ -141,12 +141,10 @@ class SemEngine:
         """Ask the rows of ``args`` one request each (memo, SEUs, scheduler)."""
         answers = self.completions(kind, parsed, args, output_type=output_type, query=query,
                                    label=label, options=options, labels=labels)  # fmt: skip
-        arrow_type = (
-            pa.bool_()
-            if kind in (OperatorKind.FILTER, OperatorKind.JOIN)
-            else parse_type(output_type or "VARCHAR").arrow
-        )
-        return pa.array([None if c is None else c.value for c in answers], type=arrow_type)
+        values = [None if c is None else c.value for c in answers]
+        if kind in (OperatorKind.FILTER, OperatorKind.JOIN):
+            return pa.array(values, type=pa.bool_())
+        return to_arrow(parse_type(output_type or "VARCHAR"), values)
 
     def completions(
         self,
@@ -252,7 +250,7 @@ class SemEngine:
                 results.append(None)
                 continue
             results.append(self._fold(template, columns, output_type, query, label, options))
-        return pa.array(results, type=parse_type(output_type or "VARCHAR").arrow)
+        return to_arrow(parse_type(output_type or "VARCHAR"), results)
 
     def _fold(
         self,

@@ -30,6 +30,7 @@ from duckdb_sem.llm.request import (
     OutputSpec,
     RowTemplate,
     Task,
+    json_default,
 )
 from duckdb_sem.scheduler.seu import SEU, Served, SEUResult
 
@@ -125,7 +126,9 @@ def encode_result(result: SEUResult) -> bytes:
         "completions": [_completion_to_json(c) for c in result.completions],
         "served": [s.value for s in result.served],
     }
-    return json.dumps(body, ensure_ascii=False).encode("utf-8", "surrogatepass")
+    return json.dumps(body, ensure_ascii=False, default=json_default).encode(
+        "utf-8", "surrogatepass"
+    )
 
 
 def decode_result(data: bytes) -> SEUResult:

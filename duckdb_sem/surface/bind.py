@@ -10,12 +10,13 @@ after the columns, for the macros to pass on. SQL without a semantic call is ret
 Example:
     ``SELECT sem_map('Gist of {text}', 'VARCHAR[]') FROM reviews r WHERE sem_filter('{r.text} is positive')``
     becomes
-    ``SELECT __sem_map_list_varchar('Gist of {0}', [r.text::VARCHAR]) FROM reviews AS r
+    ``SELECT __sem_map_varchar_list('Gist of {0}', [r.text::VARCHAR]) FROM reviews AS r
     WHERE sem_filter('{0} is positive', r.text)``
 """
 
 from __future__ import annotations
 
+import hashlib
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -59,8 +60,13 @@ def has_semantic_call(sql: str) -> bool:
 
 
 def typed_map_function(spec: TypeSpec) -> str:
-    """Name of the scalar function that returns ``spec`` (registered on demand)."""
-    slug = re.sub(r"[^a-z0-9]+", "_", spec.sql.lower()).strip("_")
+    """Name of the scalar function that returns ``spec`` (registered on demand): a slug of
+    its SQL, where ``[]`` is ``_list`` (``DATE`` and ``DATE[]`` in one session are two). A
+    type with ENUM labels also gets a digest of its SQL: the slug alone would give
+    ``ENUM('a b', 'c')`` and ``ENUM('a', 'b c')`` one name (and labels outside ASCII none)."""
+    slug = re.sub(r"[^a-z0-9]+", "_", spec.sql.lower().replace("[]", " list")).strip("_")
+    if "ENUM(" in spec.sql:
+        slug += "_" + hashlib.sha256(spec.sql.encode("utf-8", "surrogatepass")).hexdigest()[:8]
     return f"__sem_map_{slug}"
 
 

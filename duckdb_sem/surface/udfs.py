@@ -173,7 +173,7 @@ class SemSession:
         """Register the function that returns ``spec`` (idempotent): a UDF behind a macro."""
         name = typed_map_function(spec)
         with self._define_lock:
-            udf = self._udf(_typed_udf(spec), OperatorKind.MAP, spec.sql, spec.sql)
+            udf = self._udf(_typed_udf(spec), OperatorKind.MAP, spec.column_sql, spec.sql)
             if udf is not None:
                 self._define(
                     name,

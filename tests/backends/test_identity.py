@@ -41,6 +41,7 @@ ANSWERING: dict[str, dict[str, tuple[str, str]]] = {
         "model": ("m1", "m2"),
         "threshold": ("0", "0.5"),
         "top_logprobs": ("20", "5"),
+        "structured": ("on", "off"),
     },
     "vllm": {
         "max_model_len": ("2048", "512"),

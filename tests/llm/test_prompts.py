@@ -84,6 +84,14 @@ def test_closed_answers() -> None:
     assert closed_answers("INTEGER", "How many people? {0}") == ()
     assert closed_answers("VARCHAR", "Rate 1 to 3: {0}") == ("1", "2", "3")  # words name it
     assert closed_answers("VARCHAR", "Pages 1 to 3: {0}") == ()
+    assert closed_answers("ENUM('pos', 'neg')", "Tone of {0}") == ("pos", "neg")
+    assert closed_answers("STRUCT(t ENUM('pos', 'neg'))", "Tone of {0}") == ()  # a field: a schema
+
+
+def test_an_enum_map_is_a_choice_in_the_enum_type() -> None:
+    request = build_request(OperatorKind.MAP, "Tone of ok", output_type="enum('pos','neg')")
+    assert request.output == OutputSpec.choice(("pos", "neg"), "ENUM('pos', 'neg')")
+    assert request.prefix.endswith("Answer with one of: pos, neg.")
 
 
 def test_integer_scale_becomes_a_closed_answer_but_row_values_never_do() -> None:

@@ -12,7 +12,7 @@ from duckdb_sem.errors import (
     TemplateError,
     UnknownColumnError,
 )
-from duckdb_sem.surface.bind import bind_sql, has_semantic_call
+from duckdb_sem.surface.bind import bind_sql, has_semantic_call, typed_map_function
 
 
 @pytest.fixture
@@ -57,8 +57,23 @@ def test_cte_and_subquery_sources(describe: object) -> None:
 
 def test_typed_map_calls_the_typed_function(describe: object) -> None:
     bound = bind_sql("SELECT sem_map('{text}', 'VARCHAR[]') FROM reviews", describe)  # type: ignore[arg-type]
-    assert "__sem_map_varchar(" in bound.sql
+    assert "__sem_map_varchar_list(" in bound.sql
     assert [t.sql for t in bound.typed_maps] == ["VARCHAR[]"]
+
+
+def test_new_types_get_their_own_functions(describe: object) -> None:
+    sql = (
+        "SELECT sem_map('{text}', 'DATE'), sem_map('{text}', 'DATE[]'), sem_map('{text}', 'JSON'),"
+        " sem_map('{text}', 'ENUM(''a b'', ''c'')'), sem_map('{text}', 'ENUM(''a'', ''b c'')')"
+        " FROM reviews"
+    )
+    bound = bind_sql(sql, describe)  # type: ignore[arg-type]
+    names = [typed_map_function(t) for t in bound.typed_maps]
+    assert [t.sql for t in bound.typed_maps] == [
+        "DATE", "DATE[]", "JSON", "ENUM('a b', 'c')", "ENUM('a', 'b c')",
+    ]  # fmt: skip
+    assert names[:3] == ["__sem_map_date", "__sem_map_date_list", "__sem_map_json"]
+    assert len(set(names)) == 5 and all(f"{name}(" in bound.sql for name in names)
 
 
 def test_varchar_map_stays_plain(describe: object) -> None:
@@ -91,9 +106,24 @@ def test_explicit_form_with_type(describe: object) -> None:
         ("SELECT sem_filter('no field') FROM reviews", TemplateError, "names no column"),
         ("SELECT sem_filter('{0} {1}', text) FROM reviews", TemplateError, "position"),
         (
-            "SELECT sem_map('{text}', 'DATE') FROM reviews",
+            "SELECT sem_map('{text}', 'TIMESTAMP') FROM reviews",
             OutputTypeError,
             "unsupported output type",
+        ),
+        (
+            "SELECT sem_map('{text}', 'ENUM(''pos'')') FROM reviews",
+            OutputTypeError,
+            "at least two labels",
+        ),
+        (
+            "SELECT sem_map('{text}', 'ENUM(pos, neg)') FROM reviews",
+            OutputTypeError,
+            "quoted strings",
+        ),
+        (
+            "SELECT sem_map('{text}', 'STRUCT(t ENUM(''a'', ''a''))') FROM reviews",
+            OutputTypeError,
+            "distinct",
         ),
         ("SELECT sem_map('{text}', 'STRUCT(a)') FROM reviews", OutputTypeError, "name and a type"),
         ("SELECT sem_filter('{text}')", BindError, "FROM clause"),

@@ -50,7 +50,7 @@ from duckdb_sem.backends.sim.profiles import SimProfile, get_profile
 from duckdb_sem.backends.throughput import Throughput
 from duckdb_sem.errors import ConfigError
 from duckdb_sem.llm.outputs import OutputParseError, parse_type
-from duckdb_sem.llm.request import Completion, LLMRequest, Task
+from duckdb_sem.llm.request import Completion, LLMRequest, Task, json_default
 
 __all__ = ["OPTIONS", "SimAnswers", "SimBackend", "from_spec"]
 
@@ -250,7 +250,7 @@ def _render(value: Any) -> str:
         return value
     if isinstance(value, bool):
         return "yes" if value else "no"
-    return json.dumps(value) if isinstance(value, list | dict) else str(value)
+    return json.dumps(value, default=json_default) if isinstance(value, list | dict) else str(value)
 
 
 def from_spec(spec: BackendSpec) -> SimBackend:

@@ -14,6 +14,7 @@ Example:
 from __future__ import annotations
 
 import csv
+import datetime
 import hashlib
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
@@ -23,6 +24,7 @@ from duckdb_sem.backends.tokens import estimate_tokens
 from duckdb_sem.errors import ConfigError
 from duckdb_sem.llm.outputs import TypeSpec, parse_type
 from duckdb_sem.llm.request import LLMRequest, Task
+from duckdb_sem.llm.scalars import dump_json
 
 __all__ = ["HashOracle", "LookupOracle", "NoLabel", "Oracle", "estimate_tokens", "unit_hash"]
 
@@ -114,8 +116,14 @@ class HashOracle:
             return [self._value(child, *parts, str(i)) for i in range(1 + int(u * 3))]
         if spec.kind == "struct":
             return {name: self._value(child, *parts, name) for name, child in spec.children}
+        if spec.labels:
+            return spec.labels[int(u * len(spec.labels))]
         if spec.sql == "BOOLEAN":
             return self._decide(*parts)
+        if spec.sql == "DATE":
+            return datetime.date(1990, 1, 1) + datetime.timedelta(days=int(u * 12_000))
+        if spec.sql == "JSON":
+            return dump_json({"score": int(u * 100)})
         if spec.sql in ("INTEGER", "BIGINT"):
             return int(u * 1000)
         if spec.sql == "DOUBLE":

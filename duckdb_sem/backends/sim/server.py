@@ -39,6 +39,7 @@ from duckdb_sem.llm.request import (
     OperatorKind,
     OutputSpec,
     Task,
+    json_default,
 )
 
 __all__ = ["SimServer", "decision_logprobs"]
@@ -100,7 +101,8 @@ class SimServer:
             if isinstance(schema.get("enum"), list) and schema["enum"]:
                 enum = schema["enum"]
                 value = enum[int(request.signature(self.backend.backend_id)[:8], 16) % len(enum)]
-            completion = dataclasses.replace(completion, value=value, text=json.dumps(value))
+            text = json.dumps(value, default=json_default)
+            completion = dataclasses.replace(completion, value=value, text=text)
         return self._response(body, completion, request, chat=chat, logprobs=logprobs)
 
     def _response(
