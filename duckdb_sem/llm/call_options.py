@@ -11,6 +11,8 @@ relation API (which writes them) and the UDFs (which receive them from their mac
   (``sem_map``, ``sem_agg``, ``sem_extract``). A decision (``sem_filter``, ``sem_join``,
   ``sem_topk``) is read from the yes/no tokens' log-probabilities, which neither changes, so
   there they are an error rather than silently ignored.
+- ``per_row`` (``sem_join`` only; with ``per_row_match``): the opt-in per-row rewrite of a pair
+  template, one question asked of each row instead of each pair (:mod:`duckdb_sem.llm.pairs`).
 
 Both are part of every request's decoding parameters, hence of its signature and cache key.
 
@@ -40,7 +42,7 @@ __all__ = [
     "split_options",
 ]
 
-OPTION_NAMES = ("model", "temperature", "max_tokens")
+OPTION_NAMES = ("model", "temperature", "max_tokens", "per_row", "per_row_match")
 #: functions whose answer is a decision: only ``model`` applies to them
 DECISIONS = frozenset({"sem_filter", "sem_join", "sem_topk"})
 
@@ -52,6 +54,8 @@ class CallOptions:
     model: str | None = None
     temperature: float | None = None
     max_tokens: int | None = None
+    per_row: str | None = None  # a one-field question asked of each side (sem_join only)
+    per_row_match: str | None = None  # 'same' or 'different' (None: from the template)
 
     def __post_init__(self) -> None:
         if self.model is not None and not self.model.strip():
@@ -64,6 +68,10 @@ class CallOptions:
             )
         if self.max_tokens is not None and self.max_tokens < 1:
             raise BindError(f"max_tokens := {self.max_tokens} must be a whole number >= 1")
+        if self.per_row is not None and not self.per_row.strip():
+            raise BindError("per_row := '' asks nothing; give the question each row answers")
+        if self.per_row_match not in (None, "same", "different"):
+            raise BindError(f"per_row_match := {self.per_row_match!r}: use 'same' or 'different'")
 
     @property
     def model_name(self) -> str | None:
@@ -72,7 +80,12 @@ class CallOptions:
 
     @property
     def is_default(self) -> bool:
-        return self.model is None and self.temperature is None and self.max_tokens is None
+        return (
+            self.model is None
+            and self.temperature is None
+            and self.max_tokens is None
+            and (self.per_row is None and self.per_row_match is None)
+        )
 
     def check_for(self, function: str) -> None:
         """Raise :class:`BindError` when decoding options are given to a decision."""
@@ -85,6 +98,16 @@ class CallOptions:
                 "read from the answer tokens' log-probabilities); pass only model := here, "
                 "or use them on sem_map / sem_agg"
             )
+        if function.lower() != "sem_join" and (
+            self.per_row is not None or self.per_row_match is not None
+        ):
+            raise BindError(
+                f"{function}: per_row := rewrites a pair decision and applies only to sem_join "
+                "(e.g. sem_join('{r1.text} and {r2.text} agree', per_row := 'Is this review "
+                "positive? {text}'))"
+            )
+        if self.per_row_match is not None and self.per_row is None:
+            raise BindError(f"{function}: per_row_match := needs per_row := (the question)")
 
     def decoding(self, params: DecodingParams) -> DecodingParams:
         """``params`` with this call's temperature and max_tokens where given."""
@@ -94,9 +117,14 @@ class CallOptions:
             seed=params.seed,
         )
 
+    def without_rewrite(self) -> CallOptions:
+        """These options for the per-row question itself (the model, no rewrite)."""
+        return CallOptions(self.model, self.temperature, self.max_tokens)
+
     def key(self) -> list[object]:
         """The options as plain values (for operator signatures)."""
-        return [self.model_name, self.temperature, self.max_tokens]
+        rewrite = [self.per_row, self.per_row_match] if self.per_row is not None else []
+        return [self.model_name, self.temperature, self.max_tokens, *rewrite]
 
     def sql_args(self) -> str:
         """The named arguments as SQL, each after ``, `` (empty when all are default)."""
@@ -107,6 +135,10 @@ class CallOptions:
             out += f", temperature := {self.temperature!r}"
         if self.max_tokens is not None:
             out += f", max_tokens := {self.max_tokens}"
+        for name in ("per_row", "per_row_match"):
+            value = getattr(self, name)
+            if value is not None:
+                out += f", {name} := " + exp.Literal.string(value).sql(dialect="duckdb")
         return out
 
 
@@ -165,6 +197,8 @@ def split_options(call: exp.Func) -> tuple[list[exp.Expression], list[exp.Expres
         model=_typed(function, "model", values.get("model"), str),
         temperature=_number(function, values.get("temperature")),
         max_tokens=_whole(function, values.get("max_tokens")),
+        per_row=_typed(function, "per_row", values.get("per_row"), str),
+        per_row_match=_typed(function, "per_row_match", values.get("per_row_match"), str),
     )
     options.check_for(function)
     return positional, named, options
@@ -184,7 +218,13 @@ def _literal(function: str, name: str, node: exp.Expression) -> object:
     )
 
 
-_EXAMPLES = {"model": "'fast'", "temperature": "0.2", "max_tokens": "64"}
+_EXAMPLES = {
+    "model": "'fast'",
+    "temperature": "0.2",
+    "max_tokens": "64",
+    "per_row": "'Is this review positive? {text}'",
+    "per_row_match": "'same'",
+}
 
 
 def _typed(function: str, name: str, value: object, kind: type) -> str | None:

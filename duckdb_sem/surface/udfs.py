@@ -5,9 +5,9 @@ values as a ``VARCHAR[]``; an SQL macro whose column parameters ``a0`` ... ``a7`
 NULL gives users the explicit form ``sem_filter('... {0} ... {1}', col_a, col_b)`` (it passes
 how many were given, read from ``typeof`` at bind time, so a column that is NULL still counts). ``sem_agg`` is a macro over DuckDB's ``list()``
 aggregate feeding a scalar UDF, since DuckDB's Python client has no aggregate UDFs. Every
-macro also takes the named arguments ``model :=``, ``temperature :=`` and ``max_tokens :=``
-(:mod:`duckdb_sem.llm.call_options`), passed to the UDF as three more arguments (NULL when
-not given), so ``sem_map('{0} in 3 words', title, model := 'fast')`` works in a plain
+macro also takes the named arguments ``model :=``, ``temperature :=``, ``max_tokens :=``,
+``per_row :=`` and ``per_row_match :=`` (:mod:`duckdb_sem.llm.call_options`), passed to the
+UDF as more arguments (NULL when not given), so ``sem_map('{0} in 3 words', title, model := 'fast')`` works in a plain
 connection too. (One macro rather than an overload per arity: DuckDB lets a defaulted
 parameter be given by position, so overloads with the named arguments would be ambiguous.)
 
@@ -59,9 +59,11 @@ PLAIN_TYPED_MAPS = {
     "list": "VARCHAR[]",
 }
 #: the named arguments every macro takes, with their defaults, and the UDF's argument types
-_OPTION_PARAMS = "model := NULL, temperature := NULL, max_tokens := NULL"
-_OPTION_ARGS = "model, temperature, max_tokens"
-_OPTION_TYPES = ["VARCHAR", "DOUBLE", "BIGINT"]
+_OPTION_PARAMS = (
+    "model := NULL, temperature := NULL, max_tokens := NULL, per_row := NULL, per_row_match := NULL"
+)
+_OPTION_ARGS = "model, temperature, max_tokens, per_row, per_row_match"
+_OPTION_TYPES = ["VARCHAR", "DOUBLE", "BIGINT", "VARCHAR", "VARCHAR"]
 #: the number of column arguments a macro call was given (typeof is constant, folded at bind)
 _GIVEN = (
     "CASE "
@@ -276,8 +278,10 @@ class SemSession:
             model: pa.Array,
             temperature: pa.Array,
             max_tokens: pa.Array,
+            per_row: pa.Array,
+            per_row_match: pa.Array,
         ) -> pa.Array:
-            options = (given, model, temperature, max_tokens)
+            options = (given, model, temperature, max_tokens, per_row, per_row_match)
             return self._remembered(lambda: self._classify(templates, labels, values, options))
 
         return self._register("__semudf_classify", lambda: udf,
@@ -324,8 +328,10 @@ class SemSession:
             model: pa.Array,
             temperature: pa.Array,
             max_tokens: pa.Array,
+            per_row: pa.Array,
+            per_row_match: pa.Array,
         ) -> pa.Array:
-            options = (given, model, temperature, max_tokens)
+            options = (given, model, temperature, max_tokens, per_row, per_row_match)
             return self._remembered(
                 lambda: self._evaluate(kind, output_type, name, templates, values, options)
             )
@@ -441,13 +447,15 @@ def _typed_udf(spec: TypeSpec) -> str:
 
 def _options(name: str, key: tuple[object, ...]) -> tuple[int | None, CallOptions]:
     """A UDF row's column count and named arguments (as its macro passed them), checked."""
-    count, model, temperature, max_tokens = (*key[1:], None, None, None, None)[:4]
+    count, model, temperature, max_tokens, per_row, match = (*key[1:], *[None] * 6)[:6]
     if model is not None and not isinstance(model, str):
         raise BindError(f"{name}: model := takes a model name, e.g. model := 'fast'")
     options = CallOptions(
         model=model,
         temperature=None if temperature is None else float(temperature),  # type: ignore[arg-type]
         max_tokens=None if max_tokens is None else int(max_tokens),  # type: ignore[call-overload]
+        per_row=None if per_row is None else str(per_row),
+        per_row_match=None if match is None else str(match),
     )
     options.check_for(name)
     return (None if count is None else int(count)), options  # type: ignore[call-overload]
