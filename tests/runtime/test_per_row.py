@@ -130,3 +130,14 @@ def test_per_row_plan_checks_its_inputs() -> None:
         per_row_plan("{0} vs {1} vs {2}: same?", "Good? {x}", None)
     with pytest.raises(SemError, match="or 'different'"):
         per_row_plan("{0} vs {1}: same?", "Good? {x}", "equal")
+
+
+def test_the_table_function_takes_the_option_too() -> None:
+    con, backend = _open()
+    got = con.sql(
+        "SELECT * FROM sem_join('l', 'r', 'Do {l.text} and {r.text} reach opposite verdicts?', "
+        f"per_row := '{QUESTION}')"
+    ).fetchall()
+    assert sorted((row[0], row[2]) for row in got) == _expected(backend, same=False)
+    assert backend.calls == len(LEFT) + len(RIGHT)
+    con.close()
