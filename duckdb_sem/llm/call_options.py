@@ -15,6 +15,8 @@ relation API (which writes them) and the UDFs (which receive them from their mac
 - ``choices`` (``sem_map`` only): the closed answer set, scored rather than generated.
   ``choices := ['POSITIVE', 'NEGATIVE']`` forces it; ``choices := []`` refuses the one the
   template's words name (``llm.closed``), so the map is generated as free text.
+- ``per_row`` (``sem_join`` only; with ``per_row_match``): the opt-in per-row rewrite of a pair
+  template, one question asked of each row instead of each pair (:mod:`duckdb_sem.llm.pairs`).
 
 All are part of every request's decoding parameters, hence of its signature and cache key.
 
@@ -44,7 +46,7 @@ __all__ = [
     "split_options",
 ]
 
-OPTION_NAMES = ("model", "temperature", "max_tokens", "choices")
+OPTION_NAMES = ("model", "temperature", "max_tokens", "choices", "per_row", "per_row_match")
 #: functions whose answer is a decision: only ``model`` applies to them
 DECISIONS = frozenset({"sem_filter", "sem_join", "sem_topk"})
 
@@ -58,6 +60,8 @@ class CallOptions:
     max_tokens: int | None = None
     #: a map's closed answer set: None (read from the template's words), () (none: generate)
     choices: tuple[str, ...] | None = None
+    per_row: str | None = None  # a one-field question asked of each side (sem_join only)
+    per_row_match: str | None = None  # 'same' or 'different' (None: from the template)
 
     def __post_init__(self) -> None:
         if self.model is not None and not self.model.strip():
@@ -81,6 +85,10 @@ class CallOptions:
                     f"choices := {list(self.choices)!r} needs at least two distinct choices "
                     "(or choices := [] to generate free text)"
                 )
+        if self.per_row is not None and not self.per_row.strip():
+            raise BindError("per_row := '' asks nothing; give the question each row answers")
+        if self.per_row_match not in (None, "same", "different"):
+            raise BindError(f"per_row_match := {self.per_row_match!r}: use 'same' or 'different'")
 
     @property
     def model_name(self) -> str | None:
@@ -94,6 +102,7 @@ class CallOptions:
             and self.temperature is None
             and self.max_tokens is None
             and self.choices is None
+            and (self.per_row is None and self.per_row_match is None)
         )
 
     def check_for(self, function: str) -> None:
@@ -112,6 +121,16 @@ class CallOptions:
                 f"{function}: choices := applies to sem_map only (a closed answer set scored "
                 "instead of generated); sem_classify takes its labels as its second argument"
             )
+        if function.lower() != "sem_join" and (
+            self.per_row is not None or self.per_row_match is not None
+        ):
+            raise BindError(
+                f"{function}: per_row := rewrites a pair decision and applies only to sem_join "
+                "(e.g. sem_join('{r1.text} and {r2.text} agree', per_row := 'Is this review "
+                "positive? {text}'))"
+            )
+        if self.per_row_match is not None and self.per_row is None:
+            raise BindError(f"{function}: per_row_match := needs per_row := (the question)")
 
     def decoding(self, params: DecodingParams) -> DecodingParams:
         """``params`` with this call's temperature and max_tokens where given."""
@@ -121,10 +140,15 @@ class CallOptions:
             seed=params.seed,
         )
 
+    def without_rewrite(self) -> CallOptions:
+        """These options for the per-row question itself (the model, no rewrite)."""
+        return CallOptions(self.model, self.temperature, self.max_tokens)
+
     def key(self) -> list[object]:
         """The options as plain values (for operator signatures)."""
         choices = None if self.choices is None else list(self.choices)
-        return [self.model_name, self.temperature, self.max_tokens, choices]
+        rewrite = [self.per_row, self.per_row_match] if self.per_row is not None else []
+        return [self.model_name, self.temperature, self.max_tokens, choices, *rewrite]
 
     def sql_args(self) -> str:
         """The named arguments as SQL, each after ``, `` (empty when all are default)."""
@@ -138,6 +162,10 @@ class CallOptions:
         if self.choices is not None:
             listed = ", ".join(exp.Literal.string(c).sql(dialect="duckdb") for c in self.choices)
             out += f", choices := [{listed}]"
+        for name in ("per_row", "per_row_match"):
+            value = getattr(self, name)
+            if value is not None:
+                out += f", {name} := " + exp.Literal.string(value).sql(dialect="duckdb")
         return out
 
 
@@ -197,6 +225,8 @@ def split_options(call: exp.Func) -> tuple[list[exp.Expression], list[exp.Expres
         temperature=_number(function, values.get("temperature")),
         max_tokens=_whole(function, values.get("max_tokens")),
         choices=_choices(function, values.get("choices")),
+        per_row=_typed(function, "per_row", values.get("per_row"), str),
+        per_row_match=_typed(function, "per_row_match", values.get("per_row_match"), str),
     )
     options.check_for(function)
     return positional, named, options
@@ -224,6 +254,8 @@ _EXAMPLES = {
     "temperature": "0.2",
     "max_tokens": "64",
     "choices": "['POSITIVE', 'NEGATIVE']",
+    "per_row": "'Is this review positive? {text}'",
+    "per_row_match": "'same'",
 }
 
 

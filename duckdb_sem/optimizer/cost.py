@@ -235,6 +235,8 @@ class CostModel:
             # blocked (approximate): only the share of pairs above the threshold is asked,
             # and they hold (about) all the matches
             asked = pairs * node.blocking.fraction if node.blocking else pairs
+            if node.call.options.per_row is not None:  # the rewrite asks rows, not pairs
+                asked = min(asked, lrows + rrows)
             if node.cascade:  # and of those, only the pairs its helper leaves
                 asked *= node.cascade.target_share
             out[path] = self._llm(node.call, asked, min(pairs * sel, asked))

@@ -15,6 +15,7 @@ With ``analyze`` every operator line also shows what it did: ``actual rows=… c
 
 from __future__ import annotations
 
+from duckdb_sem.llm.pairs import describe, per_row_plan
 from duckdb_sem.optimizer.actuals import Actual
 from duckdb_sem.optimizer.choose import Choice, plan_key
 from duckdb_sem.optimizer.cost import CostModel, Estimate, Path
@@ -81,6 +82,24 @@ def _region(plan: Node) -> Node:
     return plan
 
 
+def _per_row_lines(plan: Node, estimates: dict[Path, Estimate]) -> list[str]:
+    """The EXPLAIN line of each join the call rewrote per row (``per_row :=``)."""
+    out: list[str] = []
+
+    def walk(node: Node, path: Path) -> None:
+        options = node.call.options if isinstance(node, SemJoin) else None
+        if options is not None and options.per_row is not None:
+            assert isinstance(node, SemJoin)
+            plan_ = per_row_plan(node.call.template, options.per_row, options.per_row_match)
+            left, right = estimates[(*path, 0)].rows, estimates[(*path, 1)].rows
+            out.append(describe(plan_.question, plan_.match, left, right))
+        for i, child in enumerate(node.children):
+            walk(child, (*path, i))
+
+    walk(plan, ())
+    return out
+
+
 def explain_choice(
     choice: Choice,
     model: CostModel,
@@ -93,11 +112,13 @@ def explain_choice(
     if choice.pruning:
         lines.append(f"({len(choice.ranked)} enumerated; pruning: {choice.pruning})")
     lines.append(f"chosen plan, cost {_num(best.cost)} token-equivalents:")
-    lines += render_tree(best.plan, model.estimate(best.plan), actuals)
+    estimates = model.estimate(best.plan)
+    lines += render_tree(best.plan, estimates, actuals)
     lines += [n.blocking.describe() for n in best.plan.walk()
               if isinstance(n, SemJoin) and n.blocking is not None]  # fmt: skip
     lines += [n.cascade.describe() for n in best.plan.walk()
               if isinstance(n, SemFilter | SemJoin) and n.cascade is not None]  # fmt: skip
+    lines += _per_row_lines(best.plan, estimates)
     others = choice.ranked[1 : 1 + runner_ups]
     if others:
         lines.append("runner-up plans:")

@@ -18,6 +18,7 @@ from sqlglot import exp
 
 from duckdb_sem.errors import BindError, PlanError
 from duckdb_sem.llm.call_options import split_options
+from duckdb_sem.llm.pairs import per_row_plan
 from duckdb_sem.llm.prompts import check_labels
 from duckdb_sem.llm.request import OperatorKind
 from duckdb_sem.llm.template import parse_template
@@ -61,6 +62,8 @@ def sem_call(call: exp.Anonymous, scope: Scope, kind: OperatorKind | None = None
             raise BindError(f"{where}: a template with named fields takes no extra arguments")
         fields = list(template.distinct_fields())
         template = template.positional()
+    if options.per_row is not None:  # the opt-in rewrite: checked before anything runs
+        per_row_plan(template.source, options.per_row, options.per_row_match)
     attrs = []
     for f in fields:
         attr = scope.resolve(f, where=f"template {args[0].this!r}", template=named)

@@ -173,6 +173,7 @@ def block_sem_joins(
         if (
             isinstance(node, SemJoin)
             and node.blocking is None
+            and node.call.options.per_row is None  # it asks rows already, not pairs
             and not any(n.semantic for c in node.children for n in c.walk())
         ):
             sides = (relational_sql(con, node.left), relational_sql(con, node.right))

@@ -164,6 +164,8 @@ def cascade_sem_operators(con: Any, plan: Node, engine: Any, query: Any, helper:
     def cascaded(node: Node) -> Node:
         if not isinstance(node, SemFilter | SemJoin) or node.cascade is not None:
             return node
+        if node.call.options.per_row is not None:  # asks rows already, not pairs
+            return node
         if any(n.semantic for c in node.children for n in c.walk()):
             return node
         call = node.call

@@ -17,7 +17,7 @@ import pyarrow as pa
 
 from duckdb_sem.backends.tokens import estimate_tokens
 from duckdb_sem.cache.arrays import AnswerArrays, Remembered, array_digest
-from duckdb_sem.errors import TemplateError
+from duckdb_sem.errors import BindError, TemplateError
 from duckdb_sem.llm.call_options import DEFAULT_OPTIONS, CallOptions
 from duckdb_sem.llm.outputs import parse_type, to_arrow
 from duckdb_sem.llm.prompts import build_request
@@ -27,6 +27,7 @@ from duckdb_sem.llm.template import Template, parse_template
 from duckdb_sem.optimizer.cost import CostModel
 from duckdb_sem.runtime.context import QueryContext
 from duckdb_sem.runtime.embeddings import Embeddings
+from duckdb_sem.runtime.per_row import answer_per_row
 from duckdb_sem.runtime.submit import COMPLETIONS, submit
 from duckdb_sem.scheduler.models import Models
 from duckdb_sem.scheduler.seu import SchedulerClient
@@ -108,6 +109,11 @@ class SemEngine:
                 f"template {template!r} uses {{{needed - 1}}} but only {len(args)} column(s) were given"
             )
         label = label or f"sem_{kind.value}"
+        if options.per_row is not None:  # the call's opt-in rewrite: ask rows, not pairs
+            if kind is not OperatorKind.JOIN:
+                raise BindError(f"sem_{kind.value}: per_row := applies only to sem_join")
+            return answer_per_row(self, template, args, query=query, label=label,
+                                  options=options)  # fmt: skip
         if kind is OperatorKind.AGG:
             return self._aggregate(parsed, args, output_type, query, label, options)
         client = self.models.client(options.model)

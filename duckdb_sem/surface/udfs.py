@@ -5,9 +5,10 @@ values as a ``VARCHAR[]``; an SQL macro whose column parameters ``a0`` ... ``a7`
 NULL gives users the explicit form ``sem_filter('... {0} ... {1}', col_a, col_b)`` (it passes
 how many were given, read from ``typeof`` at bind time, so a column that is NULL still counts). ``sem_agg`` is a macro over DuckDB's ``list()``
 aggregate feeding a scalar UDF, since DuckDB's Python client has no aggregate UDFs. Every
-macro also takes the named arguments ``model :=``, ``temperature :=``, ``max_tokens :=`` and
-``choices :=`` (:mod:`duckdb_sem.llm.call_options`), passed to the UDF as four more arguments
-(NULL when not given; the choices list as JSON text), so ``sem_map('{0} in 3 words', title, model := 'fast')`` works in a plain
+macro also takes the named arguments ``model :=``, ``temperature :=``, ``max_tokens :=``,
+``choices :=``, ``per_row :=`` and ``per_row_match :=`` (:mod:`duckdb_sem.llm.call_options`),
+passed to the UDF as more arguments (NULL when not given; the choices list as JSON text), so
+``sem_map('{0} in 3 words', title, model := 'fast')`` works in a plain
 connection too. (One macro rather than an overload per arity: DuckDB lets a defaulted
 parameter be given by position, so overloads with the named arguments would be ambiguous.)
 
@@ -60,10 +61,15 @@ PLAIN_TYPED_MAPS = {
     "list": "VARCHAR[]",
 }
 #: the named arguments every macro takes, with their defaults, and the UDF's argument types
-_OPTION_PARAMS = "model := NULL, temperature := NULL, max_tokens := NULL, choices := NULL"
+_OPTION_PARAMS = (
+    "model := NULL, temperature := NULL, max_tokens := NULL, choices := NULL, per_row := NULL, "
+    "per_row_match := NULL"
+)
 # choices (a list) reaches the UDF as JSON text: one hashable constant per query
-_OPTION_ARGS = "model, temperature, max_tokens, CAST(to_json(choices) AS VARCHAR)"
-_OPTION_TYPES = ["VARCHAR", "DOUBLE", "BIGINT", "VARCHAR"]
+_OPTION_ARGS = (
+    "model, temperature, max_tokens, CAST(to_json(choices) AS VARCHAR), per_row, per_row_match"
+)
+_OPTION_TYPES = ["VARCHAR", "DOUBLE", "BIGINT", "VARCHAR", "VARCHAR", "VARCHAR"]
 #: the number of column arguments a macro call was given (typeof is constant, folded at bind)
 _GIVEN = (
     "CASE "
@@ -279,8 +285,10 @@ class SemSession:
             temperature: pa.Array,
             max_tokens: pa.Array,
             choices: pa.Array,
+            per_row: pa.Array,
+            per_row_match: pa.Array,
         ) -> pa.Array:
-            options = (given, model, temperature, max_tokens, choices)
+            options = (given, model, temperature, max_tokens, choices, per_row, per_row_match)
             return self._remembered(lambda: self._classify(templates, labels, values, options))
 
         return self._register("__semudf_classify", lambda: udf,
@@ -328,8 +336,10 @@ class SemSession:
             temperature: pa.Array,
             max_tokens: pa.Array,
             choices: pa.Array,
+            per_row: pa.Array,
+            per_row_match: pa.Array,
         ) -> pa.Array:
-            options = (given, model, temperature, max_tokens, choices)
+            options = (given, model, temperature, max_tokens, choices, per_row, per_row_match)
             return self._remembered(
                 lambda: self._evaluate(kind, output_type, name, templates, values, options)
             )
@@ -445,7 +455,7 @@ def _typed_udf(spec: TypeSpec) -> str:
 
 def _options(name: str, key: tuple[object, ...]) -> tuple[int | None, CallOptions]:
     """A UDF row's column count and named arguments (as its macro passed them), checked."""
-    count, model, temperature, max_tokens, choices = (*key[1:], None, None, None, None, None)[:5]
+    count, model, temperature, max_tokens, choices, per_row, match = (*key[1:], *[None] * 7)[:7]
     if model is not None and not isinstance(model, str):
         raise BindError(f"{name}: model := takes a model name, e.g. model := 'fast'")
     options = CallOptions(
@@ -453,6 +463,8 @@ def _options(name: str, key: tuple[object, ...]) -> tuple[int | None, CallOption
         temperature=None if temperature is None else float(temperature),  # type: ignore[arg-type]
         max_tokens=None if max_tokens is None else int(max_tokens),  # type: ignore[call-overload]
         choices=_choices_from_json(name, choices),
+        per_row=None if per_row is None else str(per_row),
+        per_row_match=None if match is None else str(match),
     )
     options.check_for(name)
     return (None if count is None else int(count)), options  # type: ignore[call-overload]

@@ -62,12 +62,12 @@ def _held_out() -> list[tuple[str, bool]]:
 
 
 def test_routes_and_identity(backend: DefaultLlamaBackend) -> None:
-    assert ROUTES == {"filter": "gemma", "join": "smollm2", "classify": "gemma",
+    assert ROUTES == {"filter": "gemma", "join": "gemma", "classify": "gemma",
                       "generate": "smollm2"}  # fmt: skip
     assert "gemma-3-270m" in backend.backend_id and "SmolLM2-135M" in backend.backend_id
     kinds = {
         task_kind(build_request(OperatorKind.FILTER, "Is it? x")): "gemma",
-        task_kind(build_request(OperatorKind.JOIN, "Same? x y")): "SmolLM2",
+        task_kind(build_request(OperatorKind.JOIN, "Same? x y")): "gemma",
         task_kind(build_request(OperatorKind.MAP, "Kind? x", labels=("a", "b"))): "gemma",
         task_kind(build_request(OperatorKind.MAP, "Rate 1 to 5: x", output_type="INTEGER")): (
             "gemma"
@@ -140,3 +140,32 @@ def test_generation_goes_to_the_instruct_model(backend: DefaultLlamaBackend) -> 
     (answer,) = backend.complete([request])
     assert answer.error is None and isinstance(answer.value, int)
     assert backend.messages(request)[0]["role"] == "system"
+
+
+SAME = parse_template(
+    "The two film reviews reach the same overall verdict (both favourable or both "
+    "unfavourable). First review: {0} Second review: {1}"
+)
+PAIR_REVIEWS = 12  # the first 12 held-out reviews: 66 pairs
+PAIR_F1_FLOOR = 0.45  # here 0.54 (yes 0.56); on the report movies 0.48 / 0.69, chance ~0.5
+
+
+@pytest.mark.slow
+def test_same_verdict_pairs_do_not_collapse(backend: DefaultLlamaBackend) -> None:
+    """The nested loop (joins routed to gemma) says yes to 10-90% of the pairs. (The per-row
+    rewrite on these 12 reviews, with FILTER as its question, measured F1 0.43: at chance, as
+    good as 12 per-row answers allow, so it is not asserted here.)"""
+    rows = _held_out()[:PAIR_REVIEWS]
+    pairs = [(i, j) for i in range(len(rows)) for j in range(i + 1, len(rows))]
+    truth = [rows[i][1] == rows[j][1] for i, j in pairs]
+    requests = [build_request(OperatorKind.JOIN, SAME.render([rows[i][0], rows[j][0]]),
+                              template=SAME) for i, j in pairs]  # fmt: skip
+    got = [bool(a.value) for a in _complete(backend, requests)]  # type: ignore[attr-defined]
+    print(f"pairs yes-share {sum(got) / len(got):.2f} F1 {_f1(got, truth):.2f}")
+    assert 0.10 <= sum(got) / len(got) <= 0.90
+    assert _f1(got, truth) >= PAIR_F1_FLOOR
+
+
+def _f1(got: list[bool], truth: list[bool]) -> float:
+    tp = sum(g and t for g, t in zip(got, truth, strict=True))
+    return 2 * tp / (sum(got) + sum(truth)) if sum(got) + sum(truth) else 0.0
