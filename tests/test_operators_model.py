@@ -96,3 +96,20 @@ def test_classify_returns_one_of_its_labels(con: duckdb_sem.SemConnection) -> No
     ).fetchall()
     assert len(rows) == 3 and all(v in ("enthusiastic", "disappointed") for _, v in rows)
     assert con.stats().null_outputs == 0
+
+
+def test_agg_neither_repeats_a_line_nor_copies_a_review(con: duckdb_sem.SemConnection) -> None:
+    # 12 held-out reviews of one movie (benchmarks/quality_summaries.py's report set): on main
+    # the answer was the first review, numbered, three times over.
+    from duckdb_sem.llm.guard import MAX_COPY, longest_copied_span, repeated_lines
+
+    path = Path(__file__).resolve().parent / "data" / "rt_agg_movie.csv"
+    con.sql(f"CREATE OR REPLACE TABLE one_movie AS SELECT * FROM read_csv('{path}')")
+    reviews = [t for (t,) in con.sql("SELECT text FROM one_movie").fetchall()]
+    ((summary,),) = con.sql(
+        "SELECT sem_agg('What is the consensus of the critics on this movie? Answer in two "
+        "sentences. Reviews: {text}') FROM one_movie"
+    ).fetchall()
+    assert isinstance(summary, str) and summary.strip()
+    assert repeated_lines(summary) == 0
+    assert longest_copied_span(summary, reviews) <= MAX_COPY

@@ -43,6 +43,7 @@ from pathlib import Path
 from typing import Any
 
 from duckdb_sem.backends.base import RETRY_POLICY, Backend, Capacity, plain_chat
+from duckdb_sem.backends.llama_guarded import sample_guarded
 from duckdb_sem.backends.llama_identity import OPTIONS, llama_answers
 from duckdb_sem.backends.llama_model import (
     DEFAULT_MODEL_FILE,
@@ -64,6 +65,7 @@ from duckdb_sem.backends.registry import BackendSpec
 from duckdb_sem.backends.throughput import Throughput
 from duckdb_sem.errors import ConfigError
 from duckdb_sem.llm.closed import is_scale
+from duckdb_sem.llm.guard import GuardCheck
 from duckdb_sem.llm.outputs import OutputParseError, TypeSpec, parse_type
 from duckdb_sem.llm.prompts import DECIDE_PREFIX
 from duckdb_sem.llm.request import (
@@ -367,7 +369,10 @@ class LlamaBackend(Backend):
         grammar = None if spec.is_text else self._grammar(spec)
         params = retry_params(request.params, attempt, RETRY_POLICY)
         self._model.llama.set_seed(params.seed)
-        text, produced = self._sample(prompt, params.temperature, max_tokens, grammar)
+        if request.guard is not None and grammar is None and attempt == 0:
+            text, produced = self._sample_guarded(prompt, max_tokens, GuardCheck(request.guard))
+        else:
+            text, produced = self._sample(prompt, params.temperature, max_tokens, grammar)
         if grammar is not None and produced >= max_tokens and spec.is_json:
             # cut off at max_tokens: the grammar kept it a JSON prefix, so it can be closed
             text = close_json(text)
@@ -390,6 +395,16 @@ class LlamaBackend(Backend):
             out.append(token)
             if len(out) >= max_tokens:
                 break
+        text: str = llama.detokenize(out).decode("utf-8", "replace")
+        return text.strip(), max(1, len(out))
+
+    def _sample_guarded(
+        self, prompt: list[int], max_tokens: int, check: GuardCheck
+    ) -> tuple[str, int]:
+        """Greedy decoding that never copies a record or repeats a line (:mod:`.llama_guarded`)."""
+        llama = self._model.llama
+        out = sample_guarded(llama, prompt, max_tokens=max_tokens, stop_ids=self._model.stop_ids,
+                             check=check, logits=self._last_logits)  # fmt: skip
         text: str = llama.detokenize(out).decode("utf-8", "replace")
         return text.strip(), max(1, len(out))
 

@@ -18,6 +18,7 @@ from typing import Protocol
 from duckdb_sem.errors import BindError
 from duckdb_sem.llm.call_options import DEFAULT_OPTIONS, CallOptions
 from duckdb_sem.llm.closed import named_choices, scale_named
+from duckdb_sem.llm.guard import OutputGuard
 from duckdb_sem.llm.outputs import parse_type
 from duckdb_sem.llm.request import (
     DecodingParams,
@@ -90,8 +91,13 @@ class _Template(Protocol):
 
 
 _MAP_PREFIX = "You transform data as instructed. Follow the instruction for the given data."
+# Tuned on the first 10 movies of benchmarks/quality_summaries.py (never the 30 it reports):
+# the main finding first, in the model's own words, briefly; the records are not to be listed.
 _AGG_PREFIX = (
-    "You aggregate many records into one answer. Follow the instruction over all the records."
+    "You aggregate many records into one short answer. Follow the instruction over all the "
+    "records together. Begin with the overall verdict in one plain sentence (for opinions: "
+    "whether they are mostly positive or mostly negative), then add at most one sentence of "
+    "detail, in your own words. Do not list, number or quote the records."
 )
 
 
@@ -173,6 +179,7 @@ def build_request(
     template: _Template | None = None,
     labels: tuple[str, ...] = (),
     options: CallOptions = DEFAULT_OPTIONS,
+    guard: OutputGuard | None = None,
 ) -> LLMRequest:
     """The request for one rendered row: filters and joins decide, maps and aggs generate.
 
@@ -180,9 +187,10 @@ def build_request(
     template and share its leading text). A map with a closed answer set (``labels``, a
     BOOLEAN, an integer scale its template names, or the options or scale an untyped
     template's words name; ``choices :=`` forces or refuses one) is scored by backends that
-    can score and decoded under a choice constraint by the others. ``options`` (a call's
-    ``temperature :=`` and ``max_tokens :=``) override the decoding parameters; the model is
-    chosen by the engine.
+    can score and decoded under a choice constraint by the others. ``guard`` (a ``sem_agg``'s
+    records) constrains generated text, not typed or closed answers (see :mod:`.guard`).
+    ``options`` (a call's ``temperature :=`` and ``max_tokens :=``) override the decoding
+    parameters; the model is chosen by the engine.
     """
     unrendered = None
     if template is not None and operator is not OperatorKind.AGG:
@@ -203,9 +211,10 @@ def build_request(
         params = DecodingParams(max_tokens=max_tokens or max(4, longest // 2 + 4))
     else:
         output = OutputSpec(Task.GENERATE, parse_type(output_type or "VARCHAR").sql)
-        default = 64 if operator is OperatorKind.MAP else 160
+        default = 64  # maps and aggregates alike: an aggregate is asked for a short answer
         params = DecodingParams(max_tokens=max_tokens or default)
     params = options.decoding(params)
+    text = output.task is Task.GENERATE and parse_type(output.sql_type).is_text
     return LLMRequest(
         operator=operator,
         prefix=instruction_for(operator, output),
@@ -213,4 +222,5 @@ def build_request(
         output=output,
         params=params,
         template=unrendered,
+        guard=guard if text else None,
     )

@@ -21,6 +21,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from duckdb_sem.llm.guard import OutputGuard
+
 __all__ = [
     "CALIBRATION_TEXTS",
     "CONTENT_FREE_FILLERS",
@@ -159,6 +161,8 @@ class LLMRequest:
     params: DecodingParams = field(default_factory=DecodingParams)
     #: the unrendered template ``row`` came from; None for hand-built requests
     template: RowTemplate | None = None
+    #: what generated text may not contain (a sem_agg's records; see :mod:`.guard`)
+    guard: OutputGuard | None = None
 
     def calibration_rows(self) -> tuple[str, ...]:
         """The rows whose mean score is this request's decision threshold: its template's
@@ -179,6 +183,8 @@ class LLMRequest:
                                 self.template.pieces if self.template is not None else None)  # fmt: skip
         digest = hashlib.sha256(shared)
         digest.update(self.row.encode("utf-8", "surrogatepass"))
+        if self.guard is not None:
+            digest.update(b"\x00guard" + self.guard.digest())
         return digest.hexdigest()
 
 

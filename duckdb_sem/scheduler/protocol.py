@@ -22,6 +22,7 @@ import json
 from typing import Any
 
 from duckdb_sem import errors
+from duckdb_sem.llm.guard import OutputGuard
 from duckdb_sem.llm.request import (
     Completion,
     DecodingParams,
@@ -57,6 +58,7 @@ def _request_to_json(r: LLMRequest) -> list[Any]:
         p.seed,
         list(r.output.labels),
         None if r.template is None else [list(r.template.pieces), list(r.template.fields)],
+        None if r.guard is None else [list(r.guard.sources), r.guard.max_copy],
     ]
 
 
@@ -65,6 +67,7 @@ def _request_from_json(raw: list[Any]) -> LLMRequest:
     # labels and template trail (absent from clients older than closed answers)
     labels = tuple(str(x) for x in rest[0]) if rest and rest[0] else ()
     unrendered = rest[1] if len(rest) > 1 else None
+    guarded = rest[2] if len(rest) > 2 else None
     template = (
         None
         if not unrendered
@@ -77,6 +80,7 @@ def _request_from_json(raw: list[Any]) -> LLMRequest:
         output=OutputSpec(Task(task), str(sql_type), labels),
         params=DecodingParams(int(max_tokens), float(temperature), int(seed)),
         template=template,
+        guard=None if not guarded else OutputGuard(tuple(map(str, guarded[0])), int(guarded[1])),
     )
 
 
