@@ -27,7 +27,8 @@ Postgres boundary (the wire server).
     └── WireError                   a wire-server client asked for what the server refuses
         ├── RefusedError            would change what other sessions see (ATTACH, DETACH...)
         ├── ReadOnlyError           a write on a --read-only server
-        └── TransactionStateError   savepoint outside a transaction, unknown savepoint
+        ├── TransactionStateError   savepoint outside a transaction, unknown savepoint
+        └── ParameterError          a bound parameter that is not a value of its declared type
 """
 
 from __future__ import annotations
@@ -42,6 +43,7 @@ __all__ = [
     "ConfigError",
     "ModelOutputError",
     "OutputTypeError",
+    "ParameterError",
     "PlanError",
     "QueryCancelledError",
     "ReadOnlyError",
@@ -148,5 +150,13 @@ class TransactionStateError(WireError):
     """Set ``sqlstate`` per instance: 25P01 (no transaction) or 3B001 (no such savepoint)."""
 
     def __init__(self, message: str, *, sqlstate: str = "25P01") -> None:
+        super().__init__(message)
+        self.sqlstate = sqlstate
+
+
+class ParameterError(WireError):
+    """Set ``sqlstate`` per instance: 22P02 (bad text), 22P03 (bad binary), 22021 (not UTF-8)."""
+
+    def __init__(self, message: str, *, sqlstate: str = "22P02") -> None:
         super().__init__(message)
         self.sqlstate = sqlstate
