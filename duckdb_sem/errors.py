@@ -28,7 +28,8 @@ Postgres boundary (the wire server).
         ├── RefusedError            would change what other sessions see (ATTACH, DETACH...)
         ├── ReadOnlyError           a write on a --read-only server
         ├── TransactionStateError   savepoint outside a transaction, unknown savepoint
-        └── ParameterError          a bound parameter that is not a value of its declared type
+        ├── ParameterError          a bound parameter that is not a value of its declared type
+        └── MalformedMessageError   a message whose contents do not fit its length (08P01)
 """
 
 from __future__ import annotations
@@ -41,6 +42,7 @@ __all__ = [
     "BindError",
     "BudgetExceededError",
     "ConfigError",
+    "MalformedMessageError",
     "ModelOutputError",
     "OutputTypeError",
     "ParameterError",
@@ -160,3 +162,9 @@ class ParameterError(WireError):
     def __init__(self, message: str, *, sqlstate: str = "22P02") -> None:
         super().__init__(message)
         self.sqlstate = sqlstate
+
+
+class MalformedMessageError(WireError):
+    """An ERROR, not FATAL, as PostgreSQL's ``pq_getmsg*``: the session skips to the next Sync."""
+
+    sqlstate = "08P01"  # protocol_violation

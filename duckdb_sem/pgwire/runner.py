@@ -212,7 +212,7 @@ class Runner:
             if self.status == b"I":
                 self.con.execute("BEGIN TRANSACTION")
                 self.tx.begin()
-            return Result.command("BEGIN")
+            return Result.command(command.tag)
         if isinstance(command, cmd.End):
             if self.status == b"I":
                 return Result.command("COMMIT" if command.commit else "ROLLBACK")
