@@ -33,6 +33,8 @@ _BY_CLASS: tuple[tuple[type[BaseException], str], ...] = (
 _BY_MESSAGE: tuple[tuple[str, str], ...] = (
     ("no space left on device", "53100"),  # disk_full
     ("disk is full", "53100"),
+    ("unrecognized configuration parameter", "42704"),  # undefined_object (current_setting)
+    ('relation "', "42P01"),  # undefined_table ('x'::regclass)
     ("read-only mode", "25006"),  # read_only_sql_transaction
     ("attached in read-only", "25006"),
     ("file system operations are disabled", "42501"),

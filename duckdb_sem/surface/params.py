@@ -144,6 +144,10 @@ def inline_into(tree: exp.Expr, params: Sequence[object]) -> exp.Expr | None:
         if not 0 <= index < len(values):
             return None
         replacement = values[index]
+        raw = params[index]
+        if isinstance(holder.parent, exp.Limit | exp.Offset) and isinstance(raw, duckdb.Value):
+            # a count, not a typed value: the planner stops early on a literal LIMIT
+            replacement = literal(raw.object)
         assert replacement is not None
         holder.replace(replacement.copy())
         used.add(index)
