@@ -27,7 +27,9 @@ Postgres boundary (the wire server).
     └── WireError                   a wire-server client asked for what the server refuses
         ├── RefusedError            would change what other sessions see (ATTACH, DETACH...)
         ├── ReadOnlyError           a write on a --read-only server
-        └── TransactionStateError   savepoint outside a transaction, unknown savepoint
+        ├── TransactionStateError   savepoint outside a transaction, unknown savepoint
+        ├── ParameterError          a bound parameter that is not a value of its declared type
+        └── MalformedMessageError   a message whose contents do not fit its length (08P01)
 """
 
 from __future__ import annotations
@@ -40,8 +42,10 @@ __all__ = [
     "BindError",
     "BudgetExceededError",
     "ConfigError",
+    "MalformedMessageError",
     "ModelOutputError",
     "OutputTypeError",
+    "ParameterError",
     "PlanError",
     "QueryCancelledError",
     "ReadOnlyError",
@@ -150,3 +154,17 @@ class TransactionStateError(WireError):
     def __init__(self, message: str, *, sqlstate: str = "25P01") -> None:
         super().__init__(message)
         self.sqlstate = sqlstate
+
+
+class ParameterError(WireError):
+    """Set ``sqlstate`` per instance: 22P02 (bad text), 22P03 (bad binary), 22021 (not UTF-8)."""
+
+    def __init__(self, message: str, *, sqlstate: str = "22P02") -> None:
+        super().__init__(message)
+        self.sqlstate = sqlstate
+
+
+class MalformedMessageError(WireError):
+    """An ERROR, not FATAL, as PostgreSQL's ``pq_getmsg*``: the session skips to the next Sync."""
+
+    sqlstate = "08P01"  # protocol_violation

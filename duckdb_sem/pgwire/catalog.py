@@ -4,9 +4,12 @@ DuckDB 2.x ships ``pg_catalog`` views (``pg_class``, ``pg_namespace``, ``pg_attr
 and several ``pg_*`` functions; what remains are spellings DuckDB does not accept. Each rewrite
 is one regular expression, listed in ``REWRITES`` with the client that needs it.
 
+Result columns are named as PostgreSQL names them (:func:`column_name`): a function call after
+its function (``version``, ``current_setting``, ``count``), not after its text.
+
 Example:
-    ``SELECT pg_catalog.version()`` becomes
-    ``SELECT 'PostgreSQL 15.0 (duckdb-sem, DuckDB v2.0.1)'``
+    ``SELECT pg_catalog.version()`` becomes ``SELECT __pg_version()`` (a macro of
+    :mod:`.catalog_macros`), and its column is named ``version``.
 """
 
 from __future__ import annotations
@@ -15,57 +18,35 @@ import re
 
 import duckdb
 
+from duckdb_sem.pgwire.catalog_macros import COMPAT_MACROS, SERVER_VERSION, settings_macro
 from duckdb_sem.pgwire.catalog_views import COMPAT_VIEWS
+from duckdb_sem.pgwire.commands import SESSION_DEFAULTS
 from duckdb_sem.pgwire.lexer import mask_strings, unmask
 
-__all__ = ["COMPAT_MACROS", "REWRITES", "SERVER_VERSION", "install_compat", "rewrite_catalog"]
-
-SERVER_VERSION = "15.0"
-_VERSION_TEXT = f"PostgreSQL {SERVER_VERSION} (duckdb-sem, DuckDB {duckdb.__version__})"
-
-#: PostgreSQL functions DuckDB lacks, created as macros in the server's in-memory catalog
-COMPAT_MACROS = {
-    "pg_get_userbyid": "(role_oid) AS 'duckdb'",
-    "pg_encoding_to_char": "(encoding) AS 'UTF8'",
-    "pg_get_indexdef": "(index_oid) AS '', (index_oid, col, pretty) AS ''",
-    "pg_get_expr": "(expr, rel) AS NULL::VARCHAR, (expr, rel, pretty) AS NULL::VARCHAR",
-    "pg_get_statisticsobjdef_columns": "(stat_oid) AS NULL",
-    "pg_get_partkeydef": "(rel_oid) AS NULL",
-    "pg_relation_is_publishable": "(rel_oid) AS false",
-    "pg_backend_pid": "() AS 1",
-    "pg_get_serial_sequence": "(table_name, column_name) AS NULL::VARCHAR",
-    "to_regtype": "(regtype_arg) AS (SELECT min(t.oid) FROM pg_catalog.pg_type t WHERE t.typname = regtype_arg)",
-    "txid_current": "() AS 1",
-    # current_setting(<parameter>): text, as PostgreSQL's, and PostgreSQL-only names answered
-    "__pg_setting": "(setting_name) AS coalesce(CASE WHEN setting_name = "
-    "'default_table_access_method' THEN 'heap' END, (SELECT s.setting FROM "
-    "pg_catalog.pg_settings s WHERE s.name = setting_name))",
-    "array_upper": "(arr, dim) AS len(arr)",
-    "pg_get_function_result": "(func_oid) AS NULL::VARCHAR",
-    "pg_get_function_arguments": "(func_oid) AS ''",
-    "pg_get_function_identity_arguments": "(func_oid) AS ''",
-    # PostgreSQL's spelling of type names (SQLAlchemy maps these, not int4/varchar)
-    "__format_type": "(type_oid, type_mod) AS (CASE pg_catalog.format_type(type_oid, type_mod) "
-    + " ".join(
-        f"WHEN '{short}' THEN '{long}'"
-        for short, long in {
-            "int2": "smallint",
-            "int4": "integer",
-            "int8": "bigint",
-            "float4": "real",
-            "float8": "double precision",
-            "bool": "boolean",
-            "varchar": "character varying",
-            "timestamptz": "timestamp with time zone",
-        }.items()
-    )
-    + " ELSE pg_catalog.format_type(type_oid, type_mod) END)",
-}
+__all__ = [
+    "COMPAT_MACROS",
+    "REWRITES",
+    "SERVER_VERSION",
+    "column_name",
+    "install_compat",
+    "rewrite_catalog",
+]
 
 _I = re.IGNORECASE
 REWRITES: tuple[tuple[re.Pattern[str], str], ...] = (
     # every client: the server's version string
-    (re.compile(r"\b(?:pg_catalog\.)?version\(\s*\)", _I), f"'{_VERSION_TEXT}'"),
+    (re.compile(r"\b(?:pg_catalog\.)?version\(\s*\)", _I), "__pg_version()"),
+    # Grafana, SQLAlchemy, JDBC: PostgreSQL's settings (DuckDB's current_setting lacks them)
+    (re.compile(r"\b(?:pg_catalog\.)?current_setting\s*\(", _I), "__pg_setting("),
+    # 'name'::regclass is the relation's oid, compared with catalog oids (::oid: the same)
+    (
+        re.compile(
+            r"(__dsem_str_\d+__)\s*::\s*(?:pg_catalog\.)?regclass\b"
+            r"(?:\s*::\s*(?:pg_catalog\.)?oid\b)?",
+            _I,
+        ),
+        r"__pg_regclass(\1)",
+    ),
     # psql \dt: catalog functions qualified with pg_catalog that exist here as macros
     (re.compile(r"\bpg_catalog\.(" + "|".join(COMPAT_MACROS) + r")\s*\(", _I), r"\1("),
     # psql \d: DuckDB functions and types spelled with pg_catalog
@@ -102,13 +83,6 @@ _KEYWORDS = {"join", "where", "left", "right", "inner", "full", "cross", "on", "
              "limit", "union", "except", "intersect", "having", "using", "window", "offset"}  # fmt: skip
 
 
-# SQLAlchemy's table reflection: PostgreSQL settings DuckDB does not have
-_SETTING = re.compile(
-    r"\b(?:pg_catalog\.)?current_setting\s*\(\s*'default_table_access_method'\s*\)", _I
-)
-_SETTING_PARAM = re.compile(r"\b(?:pg_catalog\.)?current_setting\s*\(\s*(?=\$\d)", _I)
-
-
 def _view_ref(match: re.Match[str]) -> str:
     keyword, table, alias = match.group(1), match.group(2).lower(), match.group(4)
     if alias and alias.lower() not in _KEYWORDS:
@@ -118,9 +92,15 @@ def _view_ref(match: re.Match[str]) -> str:
 
 def rewrite_catalog(sql: str) -> str:
     """``sql`` with the rewrites applied outside its string constants (templates stay as typed)."""
-    if "pg_" not in sql and "version" not in sql.lower() and "::" not in sql:
+    lowered = sql.lower()
+    if (
+        "pg_" not in sql
+        and "version" not in lowered
+        and "::" not in sql
+        and "setting" not in lowered
+    ):
         return sql
-    masked, strings = mask_strings(_SETTING_PARAM.sub("__pg_setting(", _SETTING.sub("'heap'", sql)))
+    masked, strings = mask_strings(sql)
     for pattern, replacement in REWRITES:
         masked = pattern.sub(replacement, masked)
     # A reference without alias keeps the keyword after it, which may start the next one.
@@ -133,5 +113,51 @@ def install_compat(con: duckdb.DuckDBPyConnection) -> None:
     """Create :data:`COMPAT_MACROS` and the compat views as TEMP objects of ``con``."""
     for name, body in COMPAT_MACROS.items():
         con.execute(f"CREATE OR REPLACE TEMP MACRO {name}{body}")
+    con.execute(settings_macro(SESSION_DEFAULTS))
     for name, select in COMPAT_VIEWS.items():
         con.execute(f"CREATE OR REPLACE TEMP VIEW __{name} AS {select}")
+
+
+# names DuckDB gives a call's column that PostgreSQL gives another (after the rewrites here)
+_CALL_NAMES = {
+    "count_star": "count",
+    "__pg_version": "version",
+    "__pg_setting": "current_setting",
+    "__format_type": "format_type",
+    "__pg_regclass": "regclass",
+}
+_CALL = re.compile(r"^(?:\w+\.)*(\w+)\((.*)\)$", re.DOTALL)
+
+
+_LITERAL = re.compile(r"^(?:'.*'|-?\d+(?:\.\d*)?|NULL|true|false)$", re.DOTALL | re.IGNORECASE)
+
+
+def column_name(name: str) -> str:
+    """A result column's name as PostgreSQL gives it: a bare function call (``version()``,
+    ``count_star()``, ``current_setting('x')``) is named after its function; an operator
+    expression (DuckDB names it ``(a + b)``) or a constant ``?column?``; others as DuckDB
+    named them (an alias keeps its name, unless it is spelled as one of these)."""
+    if _LITERAL.match(name) or (name[:1] == "(" and name[-1:] == ")" and _balanced(name[1:-1])):
+        return "?column?"
+    match = _CALL.match(name)
+    if match is None or not _balanced(match.group(2)):
+        return name
+    function = match.group(1)
+    return _CALL_NAMES.get(function.lower(), function)
+
+
+def _balanced(args: str) -> bool:
+    """Whether ``args`` is one call's argument list (``f(a) + g(b)`` is not one call)."""
+    depth, quote = 0, ""
+    for ch in args:
+        if quote:
+            quote = "" if ch == quote else quote
+        elif ch in "'\"":
+            quote = ch
+        elif ch == "(":
+            depth += 1
+        elif ch == ")":
+            depth -= 1
+            if depth < 0:
+                return False
+    return depth == 0

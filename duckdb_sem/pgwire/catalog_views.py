@@ -9,6 +9,8 @@ cursor gets its own copies (:func:`~duckdb_sem.pgwire.catalog.install_compat`).
 
 from __future__ import annotations
 
+from duckdb_sem.pgwire.oids import OID
+
 __all__ = ["COMPAT_VIEWS"]
 
 
@@ -64,6 +66,63 @@ FROM pg_catalog.pg_constraint c WHERE c.contype IN ('p', 'u')
 # as tables in a schema named as they are queried (pg.public).
 _SOURCE = "comment LIKE 'PostgreSQL table %'"
 
+# Types the server names in RowDescription or accepts as parameters that DuckDB's pg_type lacks
+# (text, json, jsonb, name, the arrays...): rows so a client can look up every OID it is sent,
+# in namespace 11 (pg_catalog's oid in PostgreSQL; not listed here, so psql \dT hides them as
+# it hides DuckDB's own types).
+_TYPE_LENGTHS = {"bool": 1, "char": 1, "name": 64, "oid": 4, "int2": 2, "int4": 4, "int8": 8,
+                 "float4": 4, "float8": 8, "date": 4, "time": 8, "timetz": 12, "timestamp": 8,
+                 "timestamptz": 8, "interval": 16, "uuid": 16}  # fmt: skip
+_TYPE_CATEGORY = {"text": "S", "varchar": "S", "bpchar": "S", "name": "S", "json": "U",
+                  "jsonb": "U", "bool": "B", "bytea": "U", "uuid": "U", "date": "D",
+                  "time": "D", "timetz": "D", "timestamp": "D", "timestamptz": "D",
+                  "interval": "T", "unknown": "X"}  # fmt: skip
+
+
+def _type_row(name: str, oid: int) -> str:
+    element = OID.get(name[1:], 0) if name.startswith("_") else 0
+    array = OID.get("_" + name, 0)
+    length = -1 if element else _TYPE_LENGTHS.get(name, -1)
+    category = "A" if element else _TYPE_CATEGORY.get(name, "N")
+    return (
+        f"({oid}, '{name}', {length}, '{category}', {element}, {array}, "
+        f"'{'_' if element else ''}{name.removeprefix('_')}'::VARCHAR)"
+    )
+
+
+_TYPE = (
+    "SELECT * FROM pg_catalog.pg_type UNION ALL BY NAME "
+    "SELECT t.oid, t.typname, 11::BIGINT AS typnamespace, t.typlen, t.typlen > 0 AND t.typlen <= 8 AS typbyval, 'b' AS typtype, "
+    "t.typcategory, false AS typispreferred, true AS typisdefined, ',' AS typdelim, "
+    "0::BIGINT AS typrelid, t.typelem, t.typarray, 'i' AS typalign, 'x' AS typstorage "
+    "FROM (VALUES " + ", ".join(_type_row(n, o) for n, o in OID.items()) + ") "
+    "AS t(oid, typname, typlen, typcategory, typelem, typarray, input) "
+    "WHERE t.oid NOT IN (SELECT oid FROM pg_catalog.pg_type WHERE oid IS NOT NULL)"
+)
+# psql \df: the session's sem_* macros live in its temp schema, which pg_namespace does not
+# list; shown in the database's main schema, where they are called from (sem_agg as an
+# aggregate, which it is). DuckDB's own functions keep their namespace (hidden from \df).
+_PROC = (
+    "SELECT p.* REPLACE (CASE WHEN p.proname LIKE 'sem\\_%' ESCAPE '\\' AND p.pronamespace NOT "
+    "IN (SELECT oid FROM pg_catalog.pg_namespace) THEN (SELECT min(oid) FROM "
+    "pg_catalog.pg_namespace WHERE nspname = 'main') ELSE p.pronamespace END AS pronamespace, "
+    "CASE WHEN p.proname = 'sem_agg' THEN 'a' ELSE p.prokind END AS prokind) "
+    "FROM pg_catalog.pg_proc p"
+)
+# Grafana, Metabase, pgAdmin: this session's own row (others' are not visible here)
+_ACTIVITY = (
+    "SELECT (SELECT min(oid) FROM pg_catalog.pg_database WHERE datname = current_database()) "
+    "AS datid, current_database() AS datname, pg_backend_pid() AS pid, NULL::INTEGER AS "
+    "leader_pid, 10::BIGINT AS usesysid, current_user AS usename, "
+    "__pg_setting('application_name') AS application_name, NULL::VARCHAR AS client_addr, "
+    "NULL::VARCHAR AS client_hostname, NULL::INTEGER AS client_port, NULL::TIMESTAMPTZ AS "
+    "backend_start, NULL::TIMESTAMPTZ AS xact_start, NULL::TIMESTAMPTZ AS query_start, "
+    "NULL::TIMESTAMPTZ AS state_change, NULL::VARCHAR AS wait_event_type, NULL::VARCHAR AS "
+    "wait_event, 'active' AS state, NULL::VARCHAR AS backend_xid, NULL::VARCHAR AS "
+    "backend_xmin, NULL::BIGINT AS query_id, current_query() AS query, "
+    "'client backend' AS backend_type"
+)
+
 #: table name -> the SELECT its view runs
 COMPAT_VIEWS: dict[str, str] = {
     "pg_collation": _empty(oid="BIGINT", collname="VARCHAR", collnamespace="BIGINT"),
@@ -116,4 +175,16 @@ COMPAT_VIEWS: dict[str, str] = {
         tgisinternal="BOOLEAN", tgparentid="BIGINT",
     ),
     "pg_foreign_table": _empty(ftrelid="BIGINT", ftserver="BIGINT", ftoptions="VARCHAR[]"),
+    "pg_type": _TYPE,
+    "pg_proc": _PROC,
+    "pg_stat_activity": _ACTIVITY,
+    # no roles but the one (psql \du), no PostgreSQL extensions (psql \dx; DuckDB's are not)
+    "pg_auth_members": _empty(
+        roleid="BIGINT", member="BIGINT", grantor="BIGINT", admin_option="BOOLEAN",
+    ),
+    "pg_extension": _empty(
+        oid="BIGINT", extname="VARCHAR", extowner="BIGINT", extnamespace="BIGINT",
+        extrelocatable="BOOLEAN", extversion="VARCHAR", extconfig="BIGINT[]",
+        extcondition="VARCHAR[]",
+    ),
 }  # fmt: skip

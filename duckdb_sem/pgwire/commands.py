@@ -53,7 +53,7 @@ class Show:
 
 @dataclass(frozen=True, slots=True)
 class Begin:
-    pass
+    tag: str = "BEGIN"  # PostgreSQL answers START TRANSACTION with its own words
 
 
 @dataclass(frozen=True, slots=True)
@@ -240,7 +240,7 @@ def parse_command(sql: str) -> Command | None:
         if name in SESSION_DEFAULTS or name == "all" or "." in name:
             return Show(name)
     elif head in {"begin", "start"} and _BEGIN.match(text):
-        return Begin()
+        return Begin("BEGIN" if head == "begin" else "START TRANSACTION")
     elif head == "rollback" and (match := _ROLLBACK_TO.match(text)):
         return RollbackToSavepoint(_ident(match["name"]))
     elif head == "savepoint" and (match := _SAVEPOINT.match(text)):

@@ -11,6 +11,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import BinaryIO
 
+from duckdb_sem.errors import MalformedMessageError
+
 __all__ = [
     "CANCEL_REQUEST",
     "GSSENC_REQUEST",
@@ -120,27 +122,30 @@ class Reader:
         self._pos = 0
 
     def cstring(self) -> str:
-        end = self._data.index(b"\0", self._pos)
-        text = self._data[self._pos : end].decode("utf-8")
+        end = self._data.find(b"\0", self._pos)
+        if end < 0:
+            raise MalformedMessageError("invalid string in message: no terminating zero byte")
+        try:
+            text = self._data[self._pos : end].decode("utf-8")
+        except UnicodeDecodeError as err:
+            raise MalformedMessageError(f"invalid byte sequence for encoding UTF8: {err}") from err
         self._pos = end + 1
         return text
 
     def int16(self) -> int:
-        (value,) = struct.unpack_from("!h", self._data, self._pos)
-        self._pos += 2
+        (value,) = struct.unpack("!h", self.raw(2))
         return int(value)
 
     def int32(self) -> int:
-        (value,) = struct.unpack_from("!i", self._data, self._pos)
-        self._pos += 4
+        (value,) = struct.unpack("!i", self.raw(4))
         return int(value)
 
     def byte(self) -> bytes:
-        value = self._data[self._pos : self._pos + 1]
-        self._pos += 1
-        return value
+        return self.raw(1)
 
     def raw(self, n: int) -> bytes:
+        if n < 0 or self._pos + n > len(self._data):
+            raise MalformedMessageError("insufficient data left in message")
         value = self._data[self._pos : self._pos + n]
         self._pos += n
         return value

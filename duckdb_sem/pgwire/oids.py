@@ -42,6 +42,25 @@ OID = {
     "_float8": 1022,
     "_numeric": 1231,
     "unknown": 705,
+    # further types a client may declare for a parameter (psycopg, asyncpg, JDBC)
+    "char": 18,
+    "name": 19,
+    "oid": 26,
+    "jsonb": 3802,
+    "bpchar": 1042,
+    "timetz": 1266,
+    "_json": 199,
+    "_bytea": 1001,
+    "_bpchar": 1014,
+    "_date": 1182,
+    "_time": 1183,
+    "_timestamp": 1115,
+    "_timestamptz": 1185,
+    "_interval": 1187,
+    "_timetz": 1270,
+    "_uuid": 2951,
+    "_jsonb": 3807,
+    "_oid": 1028,
 }
 _NAMES = {oid: name for name, oid in OID.items()}
 PG_EPOCH = dt.datetime(2000, 1, 1)

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 
 import pyarrow as pa
 
+from duckdb_sem.pgwire.catalog import column_name
 from duckdb_sem.pgwire.copy_out import CopyFormat, encode_line
 from duckdb_sem.pgwire.messages import Field, copy_data, data_row
 from duckdb_sem.pgwire.types import PgType, pg_type_for
@@ -39,7 +40,9 @@ class Result:
     @staticmethod
     def of_rows(tag_word: str, schema: pa.Schema, batches: Iterator[pa.RecordBatch]) -> Result:
         types = [pg_type_for(f.type) for f in schema]
-        fields = [Field(f.name, t.oid, t.size) for f, t in zip(schema, types, strict=True)]
+        fields = [
+            Field(column_name(f.name), t.oid, t.size) for f, t in zip(schema, types, strict=True)
+        ]
         return Result(tag_word, fields, types, batches)
 
     @staticmethod

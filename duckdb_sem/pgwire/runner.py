@@ -27,10 +27,12 @@ from duckdb_sem.pgwire import commands as cmd
 from duckdb_sem.pgwire import messages as m
 from duckdb_sem.pgwire import statements as st
 from duckdb_sem.pgwire.catalog import rewrite_catalog
+from duckdb_sem.pgwire.catalog_macros import settings_macro
 from duckdb_sem.pgwire.copy_out import copy_format
 from duckdb_sem.pgwire.database import Database
 from duckdb_sem.pgwire.execution import Execution
 from duckdb_sem.pgwire.portals import Portal, Statement
+from duckdb_sem.pgwire.prepare import typed_prepare
 from duckdb_sem.pgwire.results import Result
 from duckdb_sem.pgwire.settings import run_setting
 from duckdb_sem.pgwire.transaction import Transaction, Write
@@ -100,6 +102,7 @@ class Runner:
             )
         if command is not None:
             return self._command(command, params)
+        sql = typed_prepare(sql)
         model = parse_model_statement(sql)
         if model is not None:
             if model.verb != "show":
@@ -206,13 +209,17 @@ class Runner:
             self.settings[command.name] = self.con.option_value(
                 command.name.removeprefix("duckdb_sem.")
             )
-        if isinstance(command, cmd.Set | cmd.Reset | cmd.Show):
+        if isinstance(command, cmd.Set | cmd.Reset):
+            result = run_setting(self.settings, command)
+            self.con.execute(settings_macro(self.settings))  # current_setting() sees it too
+            return result
+        if isinstance(command, cmd.Show):
             return run_setting(self.settings, command)
         if isinstance(command, cmd.Begin):
             if self.status == b"I":
                 self.con.execute("BEGIN TRANSACTION")
                 self.tx.begin()
-            return Result.command("BEGIN")
+            return Result.command(command.tag)
         if isinstance(command, cmd.End):
             if self.status == b"I":
                 return Result.command("COMMIT" if command.commit else "ROLLBACK")

@@ -46,4 +46,6 @@ def _show(settings: dict[str, str], name: str) -> Result:
         if name not in settings:
             raise duckdb.CatalogException(f'unrecognized configuration parameter "{name}"')
         table = pa.table({name.replace(" ", "_"): [settings[name]]})
-    return Result.of_rows("SHOW", table.schema, iter(table.to_batches()))
+    result = Result.of_rows("SHOW", table.schema, iter(table.to_batches()))
+    result.fixed_tag = "SHOW"  # as PostgreSQL's: no row count
+    return result

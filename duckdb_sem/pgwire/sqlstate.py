@@ -31,6 +31,10 @@ _BY_CLASS: tuple[tuple[type[BaseException], str], ...] = (
 
 # (substring of the lower-cased message, sqlstate), checked first
 _BY_MESSAGE: tuple[tuple[str, str], ...] = (
+    ("no space left on device", "53100"),  # disk_full
+    ("disk is full", "53100"),
+    ("unrecognized configuration parameter", "42704"),  # undefined_object (current_setting)
+    ('relation "', "42P01"),  # undefined_table ('x'::regclass)
     ("read-only mode", "25006"),  # read_only_sql_transaction
     ("attached in read-only", "25006"),
     ("file system operations are disabled", "42501"),
@@ -46,9 +50,23 @@ _BY_MESSAGE: tuple[tuple[str, str], ...] = (
     ("division by zero", "22012"),
     ("duplicate key", "23505"),
     ("not null constraint", "23502"),
-    ("already exists", "42P07"),  # duplicate_table
     ("interrupted", "57014"),
 )
+
+
+# "<Kind> with name x already exists!": the duplicate_* code of that kind, checked first
+_DUPLICATES: tuple[tuple[str, str], ...] = (
+    ("schema with name", "42P06"),  # duplicate_schema
+    ("function with name", "42723"),  # duplicate_function (DuckDB's macros too)
+    ("type with name", "42710"),  # duplicate_object
+    ("", "42P07"),  # duplicate_table: tables, views, indexes, sequences (all relations)
+)
+
+
+def _duplicate(lowered: str) -> str | None:
+    if "already exists" not in lowered:
+        return None
+    return next(code for needle, code in _DUPLICATES if needle in lowered)
 
 
 def describe_error(err: BaseException) -> tuple[str, str]:
@@ -58,6 +76,11 @@ def describe_error(err: BaseException) -> tuple[str, str]:
         return err.sqlstate, message
     if isinstance(err, duckdb.Error):
         lowered = message.lower()
+        if (duplicate := _duplicate(lowered)) is not None:
+            return duplicate, message
+        if isinstance(err, duckdb.TransactionException) and "conflict" in lowered:
+            # "Conflict on update!", "write-write conflict": serialization_failure, retryable
+            return "40001", message
         for needle, code in _BY_MESSAGE:
             if needle in lowered:
                 return code, message

@@ -72,10 +72,12 @@ class Parsed:
 
     def tag(self, count: int | None) -> str:
         """The command tag of a statement that returned no rows (``count``: rows changed)."""
-        if self.type in _DML:
-            return f"{_DML[self.type]} {count or 0}"
         words = self.text.split()
         head = words[0].upper() if words else ""
+        if head == "TRUNCATE":  # DuckDB reads it as a DELETE; PostgreSQL's tag has no count
+            return "TRUNCATE TABLE"
+        if self.type in _DML:
+            return f"{_DML[self.type]} {count or 0}"
         if self.type == T.COPY:
             return f"COPY {count or 0}"
         if head in {"CREATE", "DROP", "ALTER"} and len(words) > 1:

@@ -16,10 +16,10 @@ from __future__ import annotations
 
 import datetime as dt
 import decimal
-import math
 import uuid
 from collections.abc import Sequence
 
+import duckdb
 import sqlglot
 from sqlglot import exp
 from sqlglot.dialects.duckdb import DuckDB
@@ -30,6 +30,8 @@ __all__ = ["inline_into", "inline_params", "literal", "number_placeholders"]
 
 def literal(value: object) -> exp.Expr | None:
     """``value`` as a SQL literal of its type, or None when there is no exact one."""
+    if isinstance(value, duckdb.Value):  # a typed parameter (the wire server's)
+        return _typed(value.object, str(value.type))
     if value is None:
         return exp.Null()
     if isinstance(value, bool):
@@ -37,23 +39,66 @@ def literal(value: object) -> exp.Expr | None:
     if isinstance(value, int):
         return exp.Literal.number(value)
     if isinstance(value, float):
-        if math.isnan(value) or math.isinf(value):
-            return exp.cast(exp.Literal.string(repr(value)), "DOUBLE")
-        return exp.cast(exp.Literal.number(repr(value)), "DOUBLE")
+        # as a string: ``-0.0`` and ``nan`` are no numeric literals (DuckDB reads ``-0.0`` as 0)
+        return exp.cast(exp.Literal.string(repr(value)), "DOUBLE")
     if isinstance(value, decimal.Decimal):
-        return exp.Literal.number(str(value))
+        return _decimal(value)
     if isinstance(value, str):
         return exp.Literal.string(value)
+    if isinstance(value, bytes):
+        return exp.cast(exp.Literal.string("".join(f"\\x{b:02X}" for b in value)), "BLOB")
     if isinstance(value, dt.datetime):
         kind = "TIMESTAMPTZ" if value.tzinfo is not None else "TIMESTAMP"
         return exp.cast(exp.Literal.string(value.isoformat(sep=" ")), kind)
     if isinstance(value, dt.date):
         return exp.cast(exp.Literal.string(value.isoformat()), "DATE")
     if isinstance(value, dt.time):
-        return exp.cast(exp.Literal.string(value.isoformat()), "TIME")
+        kind = "TIMETZ" if value.tzinfo is not None else "TIME"
+        return exp.cast(exp.Literal.string(value.isoformat()), kind)
+    if isinstance(value, dt.timedelta):
+        micros = value.seconds * 1_000_000 + value.microseconds
+        text = f"{value.days} days {micros} microseconds"
+        return exp.cast(exp.Literal.string(text), "INTERVAL")
     if isinstance(value, uuid.UUID):
         return exp.cast(exp.Literal.string(str(value)), "UUID")
     return None
+
+
+def _decimal(value: decimal.Decimal) -> exp.Expr | None:
+    """A DECIMAL of the value's digits, as DuckDB binds a ``Decimal`` (DOUBLE past 38 digits,
+    or for NaN and infinities, which DECIMAL lacks)."""
+    if not value.is_finite():
+        return exp.cast(exp.Literal.string(str(value)), "DOUBLE")
+    _, digits, exponent = value.as_tuple()
+    assert isinstance(exponent, int)
+    scale = max(0, -exponent)
+    width = max(len(digits) + max(exponent, 0), scale, 1)
+    kind = f"DECIMAL({width}, {scale})" if width <= 38 else "DOUBLE"
+    return exp.cast(exp.Literal.string(str(value)), exp.DataType.build(kind, dialect="duckdb"))
+
+
+def _typed(inner: object, type_text: str) -> exp.Expr | None:
+    """``CAST(inner AS type)``; None for a type or value sqlglot cannot write."""
+    if inner is None:
+        return exp.Null()
+    if isinstance(inner, list):
+        items = [_typed(x, "") if isinstance(x, list) else literal(x) for x in inner]
+        if any(x is None for x in items):
+            return None
+        value: exp.Expr | None = exp.Array(expressions=items)
+    elif isinstance(inner, str | bool | int | float):
+        value = exp.Literal.string(inner if isinstance(inner, str) else repr(inner))
+        if isinstance(inner, bool):
+            value = exp.Boolean(this=inner)
+    else:
+        value = literal(inner)
+    if value is None or not type_text:
+        return value
+    try:
+        kind = exp.DataType.build(type_text, dialect="duckdb")
+    except sqlglot.errors.ParseError:
+        return None
+    return exp.cast(value, kind)
 
 
 def number_placeholders(sql: str) -> str:
@@ -99,6 +144,10 @@ def inline_into(tree: exp.Expr, params: Sequence[object]) -> exp.Expr | None:
         if not 0 <= index < len(values):
             return None
         replacement = values[index]
+        raw = params[index]
+        if isinstance(holder.parent, exp.Limit | exp.Offset) and isinstance(raw, duckdb.Value):
+            # a count, not a typed value: the planner stops early on a literal LIMIT
+            replacement = literal(raw.object)
         assert replacement is not None
         holder.replace(replacement.copy())
         used.add(index)
