@@ -68,10 +68,10 @@ def test_agg_grouped_and_whole_table(con: duckdb_sem.SemConnection) -> None:
     grouped = con.sql(
         "SELECT genre, sem_agg('Summarize {text}') FROM reviews GROUP BY genre ORDER BY genre"
     ).fetchall()
-    # The rule backend answers with the prompt's first five words: the numbered records.
-    assert grouped == [("comedy", "Summarize 1. great fun"), ("drama", "Summarize 1. a good film")]
+    # The rule backend answers with the first five words of the prompt: a record a line.
+    assert grouped == [("comedy", "Summarize - great fun"), ("drama", "Summarize - a good film")]
     ((whole,),) = con.sql("SELECT sem_agg('All: {text}') FROM reviews").fetchall()
-    assert whole == "All: 1. a good film"
+    assert whole == "All: - a good film"
 
 
 def test_rerun_makes_zero_llm_calls(tmp_path: Path) -> None:

@@ -53,8 +53,8 @@ def test_sem_join_by_alias_and_side(con: duckdb_sem.SemConnection, rules: RuleBa
 
 def test_sem_agg_and_sem_topk(con: duckdb_sem.SemConnection) -> None:
     agg = con.table("reviews").sem_filter("{text} ok").sem_agg("{text}", by=["genre"], name="s")
-    assert sorted(agg.fetchall()) == [("comedy", "1. great fun"), ("drama", "1. a good film")]
-    assert con.table("reviews").sem_agg("{genre}").fetchall()[0][0].startswith("1. drama")
+    assert sorted(agg.fetchall()) == [("comedy", "- great fun"), ("drama", "- a good film")]
+    assert con.table("reviews").sem_agg("{genre}").fetchall()[0][0].startswith("- drama")
     top = con.table("reviews").filter("genre = 'drama'").sem_topk("{text} is fun", 1)
     assert top.fetchall() == [(1, "a good film", "drama", 4.5, 1, 1.0)]
     ext = con.table("movies").sem_extract("{genre}", "STRUCT(n INTEGER)").fetchall()

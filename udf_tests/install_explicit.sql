@@ -10,7 +10,7 @@ SELECT sem_filter('{0} is good, {1}', a, b), sem_map_integer('{0}', a) FROM (VAL
 -- query
 SELECT sem_agg('{0}', a) FROM (VALUES ('p'), ('q')) v(a);
 -- expect
--- 1. p 2. q
+-- - p - q
 
 -- error: InvalidInputException: not bound
 SELECT sem_filter('{a} ok') FROM (VALUES ('x')) v(a);

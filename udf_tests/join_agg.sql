@@ -16,7 +16,7 @@ SELECT r.id, g.genre FROM r JOIN g ON sem_join('{r.text} is a {g.genre}') ORDER 
 -- query
 SELECT sem_agg('All of {text}') FROM r;
 -- expect
--- All of 1. x 2.
+-- All of - x -
 
 -- error: AmbiguousColumnError: ambiguous
 SELECT * FROM r a, r b WHERE sem_join('{text} and {text}');
