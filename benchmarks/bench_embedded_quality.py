@@ -34,7 +34,6 @@ from __future__ import annotations
 
 import argparse
 import random
-import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -47,7 +46,7 @@ from duckdb_sem.backends.base import Backend
 from duckdb_sem.backends.registry import create_backend
 from duckdb_sem.estimator.accuracy import spearman_rho
 from duckdb_sem.llm.prompts import build_request
-from duckdb_sem.llm.request import Completion, LLMRequest, OperatorKind
+from duckdb_sem.llm.request import LLMRequest, OperatorKind
 from duckdb_sem.llm.template import Template, parse_template
 
 RT_FILTERS = (
@@ -128,15 +127,6 @@ def _requests(
     ]
 
 
-def _run(backend: Backend, requests: list[LLMRequest]) -> tuple[list[Completion], float]:
-    started = time.perf_counter()
-    step = backend.capacity().max_batch
-    out: list[Completion] = []
-    for i in range(0, len(requests), step):
-        out += backend.complete(requests[i : i + step])
-    return out, (time.perf_counter() - started) / max(1, len(requests))
-
-
 def decide(
     backend: Backend,
     task: str,
@@ -147,7 +137,9 @@ def decide(
     mode: str,
 ) -> Row:
     template = parse_template(source)
-    answers, per_row = _run(backend, _requests(kind, template, rows, mode=mode))
+    answers, per_row = quality_shapes.run_requests(
+        backend, _requests(kind, template, rows, mode=mode)
+    )
     scores = [a.score if a.score is not None else 0.0 for a in answers]
     values = [a.value for a in answers]
     return Row(
@@ -169,7 +161,7 @@ def rate(
 ) -> Row:
     template = parse_template(source)
     requests = _requests(OperatorKind.MAP, template, rows, mode=mode, output_type="INTEGER")
-    answers, per_row = _run(backend, requests)
+    answers, per_row = quality_shapes.run_requests(backend, requests)
     # NULL ratings rank in the middle of the scale (no information), as a user's AVG ignores them
     values = [float(a.value) if isinstance(a.value, int) else 3.0 for a in answers]
     scores = [a.score if a.score is not None else v for a, v in zip(answers, values, strict=True)]
@@ -201,7 +193,7 @@ def classify(
             build_request(OperatorKind.MAP, template.render(list(r)) + hint, max_tokens=6)
             for r in rows
         ]
-    answers, per_row = _run(backend, requests)
+    answers, per_row = quality_shapes.run_requests(backend, requests)
     got = [str(a.value or "").strip().lower().split(" ")[0].strip(".,") for a in answers]
     return Row(
         "debian-classify",

@@ -37,7 +37,7 @@ from duckdb_sem.llm.prompts import build_request
 from duckdb_sem.llm.request import Completion, LLMRequest, OperatorKind
 from duckdb_sem.llm.template import parse_template
 
-__all__ = ["PHRASINGS", "ShapeRow", "shape_tasks"]
+__all__ = ["PHRASINGS", "ShapeRow", "run_requests", "shape_tasks"]
 
 PHRASINGS = (
     'The review "{0}" is positive',  # the README tour's statement, quoted
@@ -91,7 +91,8 @@ HEADER = (
 )
 
 
-def _run(backend: Backend, requests: list[LLMRequest]) -> tuple[list[Completion], float]:
+def run_requests(backend: Backend, requests: list[LLMRequest]) -> tuple[list[Completion], float]:
+    """The answers to ``requests`` in the backend's batches, and the seconds per request."""
     started = time.perf_counter()
     step = backend.capacity().max_batch
     out: list[Completion] = []
@@ -133,7 +134,7 @@ def phrasings(backend: Backend, n: int, auc: Callable[..., float]) -> list[Shape
             build_request(OperatorKind.FILTER, template.render([t]), template=template)
             for t in texts
         ]
-        answers, per_row = _run(backend, requests)
+        answers, per_row = run_requests(backend, requests)
         values = [bool(a.value) for a in answers]
         out.append(
             ShapeRow(
@@ -154,7 +155,7 @@ def rating_words(
     texts = [r.text for r in picked]
     out = []
     for mode, options in (("generated", CallOptions(choices=())), ("scored", CallOptions())):
-        answers, per_row = _run(backend, _map_requests(RATING_WORDS, texts, options))
+        answers, per_row = run_requests(backend, _map_requests(RATING_WORDS, texts, options))
         digits = [re.search(r"[1-5]", str(a.value or "")) for a in answers]
         values = [float(d.group(0)) if d else None for d in digits]
         filled = [3.0 if v is None else v for v in values]  # no digit: the middle, no signal
@@ -181,7 +182,7 @@ def label_words(backend: Backend, movies: int, per_movie: int) -> list[ShapeRow]
     texts = [r.text for r in picked]
     out = []
     for mode, options in (("generated", CallOptions(choices=())), ("scored", CallOptions())):
-        answers, per_row = _run(backend, _map_requests(LABEL_WORDS, texts, options))
+        answers, per_row = run_requests(backend, _map_requests(LABEL_WORDS, texts, options))
         said = [str(a.value or "").strip().upper() for a in answers]
         positive = [s.startswith("POSITIVE") for s in said]
         unparsed = sum(not (s.startswith("POSITIVE") or s.startswith("NEGATIVE")) for s in said)
