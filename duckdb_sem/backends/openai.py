@@ -338,14 +338,7 @@ def from_spec(spec: BackendSpec) -> OpenAIBackend:
         timeout=spec.float_option("timeout", 60.0),
         threshold=spec.float_option("threshold", 0.0),
         top_logprobs=spec.int_option("top_logprobs", 20),
-        structured=_on_off(spec, "structured"),
+        structured=spec.on_off_option("structured", True),
         transport_retry=policy_from_spec(spec),
         spec=spec.raw,
     )
-
-
-def _on_off(spec: BackendSpec, key: str) -> bool:
-    value = (spec.option(key) or "on").lower()
-    if value not in ("on", "off"):
-        raise ConfigError(f"backend {spec.raw!r}: {key} must be on or off, not {value!r}")
-    return value == "on"

@@ -115,6 +115,14 @@ class BackendSpec:
                 f"backend {self.raw!r}: option {key}={value!r} must be an integer"
             ) from None
 
+    def on_off_option(self, key: str, default: bool) -> bool:
+        value = self.option(key)
+        if value is None:
+            return default
+        if value.lower() not in ("on", "off"):
+            raise ConfigError(f"backend {self.raw!r}: option {key}={value!r} must be on or off")
+        return value.lower() == "on"
+
     def float_option(self, key: str, default: float) -> float:
         value = self.option(key)
         if value is None:

@@ -41,6 +41,7 @@ __all__ = [
     "DEFAULT_OPTIONS",
     "OPTION_NAMES",
     "CallOptions",
+    "choices_option",
     "is_option",
     "models_named",
     "split_options",
@@ -224,7 +225,7 @@ def split_options(call: exp.Func) -> tuple[list[exp.Expression], list[exp.Expres
         model=_typed(function, "model", values.get("model"), str),
         temperature=_number(function, values.get("temperature")),
         max_tokens=_whole(function, values.get("max_tokens")),
-        choices=_choices(function, values.get("choices")),
+        choices=choices_option(function, values.get("choices")),
         per_row=_typed(function, "per_row", values.get("per_row"), str),
         per_row_match=_typed(function, "per_row_match", values.get("per_row_match"), str),
     )
@@ -259,7 +260,10 @@ _EXAMPLES = {
 }
 
 
-def _choices(function: str, value: object) -> tuple[str, ...] | None:
+def choices_option(function: str, value: object) -> tuple[str, ...] | None:
+    """``choices :=`` as given (a tuple or list of values, or None), checked to be strings."""
+    if isinstance(value, list):
+        value = tuple(value)
     if value is None:
         return None
     if not isinstance(value, tuple) or not all(isinstance(v, str) for v in value):
@@ -273,7 +277,7 @@ def _choices(function: str, value: object) -> tuple[str, ...] | None:
 def _typed(function: str, name: str, value: object, kind: type) -> str | None:
     if value is None:
         return None
-    if isinstance(value, tuple) or not isinstance(value, kind):
+    if not isinstance(value, kind):
         raise BindError(f"{function}: {name} := takes a string, e.g. {name} := {_EXAMPLES[name]}")
     return str(value)
 

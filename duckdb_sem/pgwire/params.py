@@ -132,7 +132,7 @@ def _text(kind: ParamType, text: str) -> Any:
 def _typed(value: Any, duck: t.DuckDBPyType | None) -> Any:
     if duck is not None:
         return duckdb.Value(value, duck)
-    if isinstance(value, decimal.Decimal) and not value.is_finite():
+    if _is_special(value):
         return duckdb.Value(float(value), t.DOUBLE)  # DECIMAL has no NaN or infinity
     return value
 

@@ -40,7 +40,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from duckdb_sem.errors import BindError, SemError
-from duckdb_sem.llm.call_options import CallOptions
+from duckdb_sem.llm.call_options import CallOptions, choices_option
 from duckdb_sem.llm.outputs import TypeSpec, parse_type
 from duckdb_sem.llm.prompts import check_labels
 from duckdb_sem.llm.request import OperatorKind
@@ -462,22 +462,10 @@ def _options(name: str, key: tuple[object, ...]) -> tuple[int | None, CallOption
         model=model,
         temperature=None if temperature is None else float(temperature),  # type: ignore[arg-type]
         max_tokens=None if max_tokens is None else int(max_tokens),  # type: ignore[call-overload]
-        choices=_choices_from_json(name, choices),
+        # the macro passes the list as to_json text
+        choices=choices_option(name, None if choices is None else json.loads(str(choices))),
         per_row=None if per_row is None else str(per_row),
         per_row_match=None if match is None else str(match),
     )
     options.check_for(name)
     return (None if count is None else int(count)), options  # type: ignore[call-overload]
-
-
-def _choices_from_json(name: str, text: object) -> tuple[str, ...] | None:
-    """``choices :=`` as the macro passed it (``to_json`` of the list), or None."""
-    if text is None:
-        return None
-    values = json.loads(str(text))
-    if not isinstance(values, list) or not all(isinstance(v, str) for v in values):
-        raise BindError(
-            f"{name}: choices := takes a list of strings, e.g. choices := "
-            "['POSITIVE', 'NEGATIVE'] (or [] to generate free text)"
-        )
-    return tuple(values)
