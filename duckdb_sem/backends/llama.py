@@ -33,6 +33,7 @@ Example: ``llama:?threads=2`` or ``llama:/models/qwen.gguf?n_ctx=4096``
 from __future__ import annotations
 
 import dataclasses
+import itertools
 import json
 import logging
 import math
@@ -43,6 +44,7 @@ from pathlib import Path
 from typing import Any
 
 from duckdb_sem.backends.base import RETRY_POLICY, Backend, Capacity, plain_chat
+from duckdb_sem.backends.cpu_turns import cpu_turn
 from duckdb_sem.backends.llama_guarded import sample_guarded
 from duckdb_sem.backends.llama_identity import OPTIONS, llama_answers
 from duckdb_sem.backends.llama_model import (
@@ -72,6 +74,7 @@ from duckdb_sem.llm.request import (
     Completion,
     DecodingParams,
     LLMRequest,
+    OperatorKind,
     OutputSpec,
     RowTemplate,
     Task,
@@ -115,9 +118,16 @@ class LlamaBackend(Backend):
     """Embedded llama.cpp; see the module docstring for how decisions are scored."""
 
     def __init__(
-        self, *, path: Path, spec: str = "llama:", n_ctx: int = 2048, threads: int = 2
+        self,
+        *,
+        path: Path,
+        spec: str = "llama:",
+        n_ctx: int = 2048,
+        threads: int = 2,
+        share_cpu: bool = True,
     ) -> None:
         self.spec = spec
+        self.share_cpu = share_cpu  # take turns on the CPU with other processes (cpu_turns)
         self.path = path
         self.n_ctx = n_ctx
         self.threads = threads
@@ -131,6 +141,9 @@ class LlamaBackend(Backend):
         self._abort_lock = threading.Lock()
         # (prefix, lead, few-shot?) -> tokens shared by all its rows
         self._shared: dict[tuple[str, str, bool], list[int]] = {}
+        self._last_segment: tuple[object, list[int]] = (None, [])  # a pair's first side
+        self.tokens_prompted = 0  # prompt tokens of every evaluation ...
+        self.tokens_evaluated = 0  # ... and those not reused from the KV cache
         self.answers = llama_answers(path, n_ctx=n_ctx, calibration=CALIBRATION)
         self._rates = RateMeter()  # EXPLAIN SEMANTIC's time: this model's measured speed
 
@@ -147,7 +160,11 @@ class LlamaBackend(Backend):
 
     def complete(self, requests: Sequence[LLMRequest]) -> list[Completion]:
         # Same-prefix requests back to back keep the prefix's KV cache warm.
-        order = sorted(range(len(requests)), key=lambda i: (_cache_key(requests[i]), i))
+        # Pairs sharing their first side follow each other (they share its KV cache too).
+        def key(i: int) -> tuple[object, ...]:
+            return (_cache_key(requests[i]), _pair_segment(requests[i], requests[i].row) or "", i)
+
+        order = sorted(range(len(requests)), key=key)
         out: dict[int, Completion] = {}
         with self._abort_lock:
             self._inflight.update(id(r) for r in requests)
@@ -158,12 +175,13 @@ class LlamaBackend(Backend):
                 if id(request) in self._aborted:  # cancelled: stop between rows
                     out[i] = Completion(None, "", 0, 0, error="aborted")
                     continue
-                if request.output.task is Task.DECIDE:
-                    out[i] = self._decide(request)
-                elif request.output.task is Task.CLASSIFY:
-                    out[i] = self._classify(request)
-                else:
-                    out[i] = self._generate_with_retries(request)
+                with cpu_turn(self.share_cpu):  # one row at a time on this machine
+                    if request.output.task is Task.DECIDE:
+                        out[i] = self._decide(request)
+                    elif request.output.task is Task.CLASSIFY:
+                        out[i] = self._classify(request)
+                    else:
+                        out[i] = self._generate_with_retries(request)
                 kind = "generate" if request.output.task is Task.GENERATE else "decide"
                 self._rates.add(kind, out[i].prompt_tokens, out[i].completion_tokens,
                                 time.perf_counter() - started)  # fmt: skip
@@ -210,7 +228,9 @@ class LlamaBackend(Backend):
         """log P(yes tokens) - log P(no tokens) as the assistant turn starts, and prompt size."""
         messages = decide_messages(request.prefix, row)
         tokens = fit_prompt(self._model, messages, reserve=1, n_ctx=self.n_ctx)
-        self._eval_after_prefix(self._shared_for(request, row, tokens, examples=True), tokens)
+        cuts = [len(self._shared_for(request, row, tokens, examples=True))]
+        cuts += self._pair_cut(request, row, tokens)
+        self._eval_segments(tokens, cuts)
         logits = self._last_logits()
         yes = _logsumexp([logits[t] for t in self._model.yes_ids])
         no = _logsumexp([logits[t] for t in self._model.no_ids])
@@ -330,23 +350,50 @@ class LlamaBackend(Backend):
         return self._shared[key]
 
     def _eval_after_prefix(self, shared: list[int], tokens: list[int]) -> None:
-        """Evaluate ``tokens``, reusing the KV cache of ``shared`` when it is already there.
+        """Evaluate ``tokens``, reusing the KV cache of ``shared`` when it is already there."""
+        if tokens[: len(shared)] != shared:
+            shared = []  # the row was truncated into the prefix: no reuse, still deterministic
+        self._eval_segments(tokens, [len(shared)])
 
-        The prefix is always evaluated whole from position 0 and the row from the end of the
-        prefix: llama.cpp's float results depend on how tokens are split into batches, so a
-        cache reused from an arbitrary common point would make scores depend on history.
+    def _pair_cut(self, request: LLMRequest, row: str, tokens: list[int]) -> list[int]:
+        """For a pair (a join), the end of its first side's segment in ``tokens``, else none.
+
+        The segment is instruction + template lead + the first field's value + the template
+        text after it (:func:`_pair_segment`): every pair sharing that value starts with it,
+        so pairs of one left row evaluate it once (complete() puts them next to each other).
         """
+        segment = _pair_segment(request, row)
+        if segment is None:
+            return []
+        key = (request.prefix, segment)
+        if self._last_segment[0] != key:
+            self._last_segment = (key, shared_tokens(self._model, request.prefix, segment))
+        seg = self._last_segment[1]
+        return [len(seg)] if tokens[: len(seg)] == seg else []
+
+    def _eval_segments(self, tokens: list[int], cuts: list[int]) -> None:
+        """Evaluate ``tokens`` in segments ending at ``cuts``, reusing the KV cache of every
+        leading segment it already holds.
+
+        Segment boundaries are fixed by the template, never by what was evaluated before: the
+        prefix is evaluated from position 0, each later segment from the end of the one before.
+        llama.cpp's float results depend on how tokens are split into batches, so a cache
+        reused from an arbitrary common point would make scores depend on history.
+        """
+        import numpy as np
+
         llama = self._model.llama
-        cut = len(shared)
-        if tokens[:cut] != shared or cut >= len(tokens):
-            cut = 0  # the row was truncated into the prefix: no reuse, still deterministic
-        cached = llama.n_tokens >= cut > 0 and list(llama.input_ids[:cut]) == shared
-        if not cached:
-            llama.n_tokens = 0
-            if cut:
-                llama.eval(shared)
-        llama.n_tokens = cut  # eval() drops the KV cache after n_tokens
-        llama.eval(tokens[cut:])
+        bounds = [0, *sorted({c for c in cuts if 0 < c < len(tokens)}), len(tokens)]
+        have = 0  # segments already in the cache
+        held = llama.input_ids[: llama.n_tokens]
+        for i, end in enumerate(bounds[1:-1], start=1):
+            if len(held) >= end and np.array_equal(held[:end], tokens[:end]):
+                have = i
+        llama.n_tokens = bounds[have]  # eval() drops the KV cache after n_tokens
+        for start, end in itertools.pairwise(bounds[have:]):
+            llama.eval(tokens[start:end])
+        self.tokens_evaluated += len(tokens) - bounds[have]
+        self.tokens_prompted += len(tokens)
 
     # -- generation ----------------------------------------------------------------------
 
@@ -425,6 +472,23 @@ def _cache_key(request: LLMRequest) -> tuple[object, ...]:
     return (task, request.operator.value, request.prefix, pieces, request.output.labels)
 
 
+def _pair_segment(request: LLMRequest, row: str) -> str | None:
+    """A join row's text up to the end of the template text after its first field, or None.
+
+    ``'First: {a.t} Second: {b.t}'`` rendered ``'First: x Second: y'`` gives ``'First: x
+    Second: '``. The first field's value is the text between the lead and the first occurrence
+    of the next piece, so the cut is a function of the row alone.
+    """
+    template = request.template
+    if request.operator is not OperatorKind.JOIN or template is None or len(template.fields) < 2:
+        return None
+    lead, after = template.pieces[0], template.pieces[1]
+    if not after.strip() or not row.startswith(lead):
+        return None
+    end = row.find(after, len(lead))
+    return None if end < 0 else row[: end + len(after)]
+
+
 def _content_free_rows(request: LLMRequest) -> tuple[str, ...]:
     return request.calibration_rows()
 
@@ -466,4 +530,5 @@ def from_spec(spec: BackendSpec) -> LlamaBackend:
     threads = spec.int_option("threads", default_threads())
     if n_ctx < 256 or threads < 1:
         raise ConfigError(f"backend {spec.raw!r}: need n_ctx >= 256 and threads >= 1")
-    return LlamaBackend(path=path, spec=spec.raw, n_ctx=n_ctx, threads=threads)
+    share_cpu = spec.on_off_option("share_cpu", default=True)
+    return LlamaBackend(path=path, spec=spec.raw, n_ctx=n_ctx, threads=threads, share_cpu=share_cpu)

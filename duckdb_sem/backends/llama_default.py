@@ -80,8 +80,11 @@ class DefaultAnswers(Answers):
 class DefaultLlamaBackend(Backend):
     """The routed default; see the module docstring."""
 
-    def __init__(self, *, spec: str = "llama:", n_ctx: int = 2048, threads: int = 2) -> None:
+    def __init__(
+        self, *, spec: str = "llama:", n_ctx: int = 2048, threads: int = 2, share_cpu: bool = True
+    ) -> None:
         self.spec = spec
+        self.share_cpu = share_cpu
         self.n_ctx = n_ctx
         self.threads = threads
         # resolved now, so a missing package is an error at connect time, not mid-query
@@ -99,7 +102,11 @@ class DefaultLlamaBackend(Backend):
         with self._lock:
             if name not in self._loaded:
                 self._loaded[name] = LlamaBackend(
-                    path=self._paths[name], spec=self.spec, n_ctx=self.n_ctx, threads=self.threads
+                    path=self._paths[name],
+                    spec=self.spec,
+                    n_ctx=self.n_ctx,
+                    threads=self.threads,
+                    share_cpu=self.share_cpu,
                 )
             return self._loaded[name]
 
@@ -152,4 +159,5 @@ def from_spec(spec: BackendSpec) -> Backend:
     threads = spec.int_option("threads", default_threads())
     if n_ctx < 256 or threads < 1:
         raise ConfigError(f"backend {spec.raw!r}: need n_ctx >= 256 and threads >= 1")
-    return DefaultLlamaBackend(spec=spec.raw, n_ctx=n_ctx, threads=threads)
+    share_cpu = spec.on_off_option("share_cpu", default=True)
+    return DefaultLlamaBackend(spec=spec.raw, n_ctx=n_ctx, threads=threads, share_cpu=share_cpu)

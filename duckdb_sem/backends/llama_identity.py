@@ -16,11 +16,18 @@ __all__ = ["OPTIONS", "PROMPT_FORMAT", "LlamaAnswers", "llama_answers"]
 
 #: version of how :mod:`.llama_prompts` lays out chats (prefix, few-shot turns, row); bump it
 #: when the layout changes, so cached answers of the old layout are not served
-PROMPT_FORMAT = 2  # 2: the BOS token where the GGUF asks for it (gemma)
+#: 2: the BOS token where the GGUF asks for it (gemma); 3: a pair's first side is evaluated as
+#: a segment of its own (llama.py ``_pair_cut``), which moves llama.cpp's batch boundaries
+PROMPT_FORMAT = 3
 
 OPTIONS = (
     SpecOption("n_ctx", "context length in tokens; longer prompts are cut (default 2048)", True),
     SpecOption("threads", "CPU threads (default: the CPUs this process may use, at most 8)"),
+    SpecOption(
+        "share_cpu",
+        "on: evaluate in turns with other processes on this machine, a row at a time "
+        "(default on; backends/cpu_turns.py)",
+    ),
 )
 
 

@@ -30,6 +30,7 @@ from typing import Any
 import numpy as np
 
 from duckdb_sem.backends.base import Answers, Capacity
+from duckdb_sem.backends.cpu_turns import cpu_turn
 from duckdb_sem.backends.embedder import Embedder
 from duckdb_sem.backends.registry import BackendSpec, SpecOption
 from duckdb_sem.errors import ConfigError
@@ -105,6 +106,7 @@ class MiniLMEmbedder(Embedder):
         spec: str = "minilm:",
     ) -> None:
         self.spec = spec
+        self.device = device
         path = folder if folder is not None else bundled_model_dir()
         if not (path / "modules.json").exists() and not (path / "config.json").exists():
             raise ConfigError(f"{spec}: {path} is not a sentence-transformers model folder")
@@ -129,12 +131,19 @@ class MiniLMEmbedder(Embedder):
         self._lock = threading.Lock()
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
+        """Unit vectors of ``texts``, a batch per turn on the CPU (``cpu_turns``)."""
+        parts: list[np.ndarray] = []
         with self._lock:
-            vectors: np.ndarray = self._model.encode(
-                list(texts), batch_size=self.batch, show_progress_bar=False,
-                convert_to_numpy=True, normalize_embeddings=True,
-            )  # fmt: skip
-        return vectors
+            for start in range(0, len(texts), self.batch):
+                with cpu_turn(self.device == "cpu"):
+                    parts.append(self._model.encode(
+                        list(texts[start : start + self.batch]), batch_size=self.batch,
+                        show_progress_bar=False, convert_to_numpy=True,
+                        normalize_embeddings=True,
+                    ))  # fmt: skip
+        if not parts:
+            return np.zeros((0, self.dimensions), dtype=np.float32)
+        return np.concatenate(parts)
 
     def capacity(self) -> Capacity:
         return Capacity(max_batch=self.batch)

@@ -70,7 +70,7 @@ NEUTRAL: dict[str, dict[str, tuple[str, str]]] = {
         "retry_backoff": ("0.25", "0.1"),
     },
     "vllm": {"max_num_seqs": ("64", "8"), "gpu_memory_utilization": ("0.2", "0.3")},
-    "llama": {"threads": ("1", "2")},
+    "llama": {"threads": ("1", "2"), "share_cpu": ("on", "off")},
 }
 # options that need more than a value to build (a labels file), covered by the table below
 SPECIAL = {"sim": {"labels", "positive"}}

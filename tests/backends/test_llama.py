@@ -193,3 +193,35 @@ def test_abort_stops_between_rows(backend: LlamaBackend) -> None:
     assert [c.error for c in out[1:]] == ["aborted", "aborted"]
     again = backend.complete(requests[1:])  # an abort applies to that batch only
     assert all(c.error is None for c in again)
+
+
+def test_pairs_sharing_a_first_side_reuse_it_and_score_as_alone(backend: LlamaBackend) -> None:
+    join = parse_template(
+        "Do these two film reviews reach the same verdict? First review: {a.text} "
+        "Second review: {b.text}"
+    ).positional()
+    lefts = ["A joyous, clever delight from start to finish.", "Tedious, shrill and badly acted."]
+    rights = ["I loved every minute.", "A chore to sit through.", "Warm and funny."]
+    pairs = [
+        build_request(OperatorKind.JOIN, join.render([a, b]), template=join)
+        for a in lefts
+        for b in rights
+    ]
+    before = (backend.tokens_prompted, backend.tokens_evaluated)
+    grouped = backend.complete(pairs)
+    prompted = backend.tokens_prompted - before[0]
+    evaluated = backend.tokens_evaluated - before[1]
+    # each left side once per run of its pairs: a pair after the first evaluates the right only
+    assert evaluated < 0.6 * prompted, (evaluated, prompted)
+    # scores depend on the pair alone: interleaved, each pair after another left side, and one
+    # at a time after an unrelated row, they score the same
+    interleaved = [pairs[i] for i in (0, 3, 1, 4, 2, 5)]
+    again = backend.complete(interleaved)
+    alone = []
+    for pair in pairs:
+        backend.complete([build_request(OperatorKind.FILTER, "Is this positive? fine")])
+        alone += backend.complete([pair])
+    for got, other in ((grouped, [again[i] for i in (0, 2, 4, 1, 3, 5)]), (grouped, alone)):
+        assert [c.value for c in got] == [c.value for c in other]
+        for a, b in zip(got, other, strict=True):
+            assert a.score == pytest.approx(b.score, abs=1e-3)
