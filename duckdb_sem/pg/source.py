@@ -32,30 +32,27 @@ from duckdb_sem.errors import BackendUnavailableError, ConfigError, PlanError
 from duckdb_sem.identifiers import quote_identifier as _ident
 from duckdb_sem.identifiers import quote_qualified
 from duckdb_sem.pg.pushdown import scan_needs
-from duckdb_sem.pg.reader import PgColumn, arrow_type, read_query
+from duckdb_sem.pg.reader import PgColumn, read_query
+from duckdb_sem.pg.types import read_as
 
 __all__ = ["PgSource", "PgTable", "attach_postgres"]
 
 log = logging.getLogger(__name__)
 _scan_ids = itertools.count(1)
 
-_DUCK_TYPES = {
-    "int16": "SMALLINT",
-    "int32": "INTEGER",
-    "int64": "BIGINT",
-    "float": "FLOAT",
-    "double": "DOUBLE",
-    "bool": "BOOLEAN",
-    "date32[day]": "DATE",
-    "timestamp[us]": "TIMESTAMP",
-    "timestamp[us, tz=UTC]": "TIMESTAMPTZ",
-}
-
 _LIST_SQL = """
-SELECT n.nspname, c.relname, a.attname, pg_catalog.format_type(a.atttypid, a.atttypmod)
+WITH RECURSIVE base(oid, typid, typmod) AS (  -- a domain's type is its base type's
+    SELECT t.oid, t.oid, -1 FROM pg_catalog.pg_type t WHERE t.typtype <> 'd'
+    UNION ALL
+    SELECT d.oid, b.typid, CASE WHEN d.typtypmod >= 0 THEN d.typtypmod ELSE b.typmod END
+    FROM pg_catalog.pg_type d JOIN base b ON b.oid = d.typbasetype WHERE d.typtype = 'd'
+)
+SELECT n.nspname, c.relname, a.attname,
+    pg_catalog.format_type(b.typid, CASE WHEN b.typid = a.atttypid THEN a.atttypmod ELSE b.typmod END)
 FROM pg_catalog.pg_class c
 JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace
 JOIN pg_catalog.pg_attribute a ON a.attrelid = c.oid AND a.attnum > 0 AND NOT a.attisdropped
+JOIN base b ON b.oid = a.atttypid
 WHERE c.relkind IN ('r', 'v', 'm', 'p', 'f')
   AND n.nspname NOT IN ('pg_catalog', 'information_schema') AND n.nspname NOT LIKE 'pg_toast%%'
 ORDER BY n.nspname, c.relname, a.attnum
@@ -74,11 +71,7 @@ class PgTable:
 
 
 def _duck_type(pg_type: str) -> str:
-    arrow = arrow_type(pg_type)
-    text = str(arrow)
-    if text.startswith("decimal128"):
-        return "DECIMAL" + text[len("decimal128") :]
-    return _DUCK_TYPES.get(text, "VARCHAR")
+    return read_as(pg_type).duck_type
 
 
 class PgSource:
@@ -93,7 +86,16 @@ class PgSource:
         self._registered: weakref.WeakKeyDictionary[Any, list[str]] = weakref.WeakKeyDictionary()
 
     def table(self, schema: str, name: str) -> PgTable | None:
-        return self.tables.get((schema.lower(), name.lower()))
+        """The table, reading PostgreSQL's catalog again when it is not known (yet)."""
+        key = (schema.lower(), name.lower())
+        found = self.tables.get(key)
+        if found is None:
+            # Created after the attach: read the catalog again (a miss costs one query).
+            fresh = _list_tables(self.dsn)
+            with self._lock:
+                self.tables = fresh
+            found = fresh.get(key)
+        return found
 
     def rewrite(self, sql: str, con: duckdb.DuckDBPyConnection) -> str:
         """``sql`` with every read of ``alias.schema.table`` replaced by a pushed-down scan.
