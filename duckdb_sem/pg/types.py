@@ -129,7 +129,7 @@ def read_as(pg_type: str) -> PgRead:
             )
         return _TEXT
     kind, _, args = pg_type.partition("(")
-    if kind.startswith("interval"):
+    if kind == "interval" or kind.startswith("interval "):
         return _SIMPLE["interval"]  # interval(3), interval day to second: the same three fields
     if kind == "numeric":
         return _numeric(args)
