@@ -19,11 +19,11 @@ import psycopg
 import pyarrow as pa
 import pyarrow.csv as pacsv
 
-from duckdb_sem.errors import PlanError
+from duckdb_sem.errors import BackendUnavailableError, PlanError
 from duckdb_sem.identifiers import quote_identifier
 from duckdb_sem.pg.types import PgRead, read_as
 
-__all__ = ["PgColumn", "arrow_type", "copy_sql", "read_query"]
+__all__ = ["PgColumn", "arrow_type", "connect", "copy_sql", "read_query"]
 
 _BLOCK = 1 << 20
 # Output formats the parsing relies on, whatever the server or role sets by default.
@@ -77,22 +77,52 @@ class _ChunkStream(io.RawIOBase):
         return n
 
 
-def _copy_chunks(dsn: str, sql: str) -> Iterator[bytes]:
-    with (
-        psycopg.connect(dsn, autocommit=True, options=_SETTINGS) as conn,
-        conn.cursor() as cur,
-        cur.copy(sql) as copy,
-    ):
+def connect(dsn: str) -> psycopg.Connection[tuple[object, ...]]:
+    """A connection for catalog reads and ``COPY``, with the output formats the parsing expects."""
+    try:
+        return psycopg.connect(dsn, autocommit=True, options=_SETTINGS)
+    except psycopg.Error as err:
+        raise BackendUnavailableError(
+            f"cannot connect to PostgreSQL {dsn!r}: {str(err).strip()}; check the DSN and "
+            "that the server is up"
+        ) from None
+
+
+def _copy_chunks(conn: psycopg.Connection[tuple[object, ...]], sql: str) -> Iterator[bytes]:
+    with conn.cursor() as cur, cur.copy(sql) as copy:
         for chunk in copy:
             yield bytes(chunk)
 
 
 def read_query(
-    dsn: str, table_sql: str, columns: Sequence[PgColumn], where: str | None
+    conn: psycopg.Connection[tuple[object, ...]],
+    table_sql: str,
+    columns: Sequence[PgColumn],
+    where: str | None,
 ) -> pa.Table:
     """Rows of ``SELECT columns FROM table_sql WHERE where`` as an Arrow table."""
+    try:
+        return _read(conn, table_sql, columns, where)
+    except psycopg.DataError as err:
+        raise PlanError(
+            f"PostgreSQL cannot send {table_sql} as duckdb-sem reads it: "
+            f"{str(err).splitlines()[0]}; a timestamp after 294246 AD does not fit DuckDB: "
+            "select such a column as text in a PostgreSQL view (col::text) and read the view"
+        ) from None
+    except psycopg.Error as err:
+        raise BackendUnavailableError(
+            f"reading {table_sql} from PostgreSQL failed: {str(err).splitlines()[0]}"
+        ) from None
+
+
+def _read(
+    conn: psycopg.Connection[tuple[object, ...]],
+    table_sql: str,
+    columns: Sequence[PgColumn],
+    where: str | None,
+) -> pa.Table:
     parse_schema = pa.schema([(c.name, c.read.parse) for c in columns])
-    chunks = _copy_chunks(dsn, copy_sql(table_sql, columns, where))
+    chunks = _copy_chunks(conn, copy_sql(table_sql, columns, where))
     first = next(chunks, None)
     if first is None:
         return _finish(parse_schema.empty_table(), columns)

@@ -177,6 +177,15 @@ def test_a_table_created_after_the_attach_is_read(schema: str) -> None:
         # An unknown table still fails as DuckDB reports it, after one more catalog read.
         with pytest.raises(duckdb.CatalogException, match="nothere"):
             con.sql(source.rewrite(f"SELECT * FROM pg.{schema}.nothere", con.duckdb))
+        # Altered and dropped: each statement reads the table's catalog rows again.
+        with psycopg.connect(DSN, autocommit=True) as conn:
+            conn.execute(f"ALTER TABLE {schema}.later ADD COLUMN at date DEFAULT 'infinity'")
+        sql = f"SELECT id, at FROM pg.{schema}.later ORDER BY id"
+        assert con.sql(source.rewrite(sql, con.duckdb)).fetchall()[0][0] == 1
+        with psycopg.connect(DSN, autocommit=True) as conn:
+            conn.execute(f"DROP TABLE {schema}.types")
+        with pytest.raises(PlanError, match=r"types no longer exists in PostgreSQL"):
+            con.sql(source.rewrite(f"SELECT * FROM pg.{schema}.types", con.duckdb))
 
 
 def test_no_rows_keep_the_types_and_a_2d_array_says_what_to_do(schema: str) -> None:
