@@ -2,8 +2,8 @@
 
 PostgreSQL's text output is not always something Arrow's CSV reader can parse (``infinity``,
 ``2024-01-01 BC``, ``\\x0102``, ``{1,NULL}``, ``1 year 2 mons``), so a column may be selected
-as another expression (a date as its day number, a timestamp as epoch microseconds, an array as
-JSON) and, where Arrow has no cast to the final type, converted by DuckDB (``convert``: an
+as another expression (a date as its day number, a timestamp as epoch microseconds, an array of
+strings as JSON) and, where Arrow has no cast to the final type, converted by DuckDB (``convert``: an
 expression over the parsed column ``{c}``). Infinite dates and timestamps become DuckDB's
 ``infinity``/``-infinity``, which DuckDB stores as the largest and smallest values of the
 underlying integer, the same integers Arrow hands over. Types without a DuckDB equivalent arrive
@@ -89,7 +89,7 @@ _SIMPLE = {
     # PostgreSQL's hex output (bytea_output is set to hex for the read)
     "bytea": PgRead("BLOB", pa.string(), convert="from_hex(substr({c}, 3))"),
 }
-# one-dimensional arrays of these element types become DuckDB lists (through JSON)
+# one-dimensional arrays of these element types become DuckDB lists
 _ELEMENTS = {
     "smallint": "SMALLINT",
     "integer": "INTEGER",
@@ -115,19 +115,38 @@ def _numeric(args: str) -> PgRead:
     )
 
 
+def _array(element: str) -> PgRead:
+    if element not in _ELEMENTS:
+        return _TEXT
+    duck = f"{_ELEMENTS[element]}[]"
+    if duck == "VARCHAR[]":  # strings through JSON, which quotes them
+        return PgRead(
+            duck,
+            pa.string(),
+            select_template="array_to_json({c})::text",
+            convert=f"CAST(CAST({{c}} AS JSON) AS {duck})",
+        )
+    # Numbers and booleans hold no comma: 'e1,e2,NULL' keeps -0, NaN and Infinity, which JSON
+    # would not. A multi-dimensional value is sent whole ('{{1,2},{3,4}}') and fails the cast.
+    return PgRead(
+        duck,
+        pa.string(),
+        select_template=(
+            "CASE WHEN array_ndims({c}) > 1 THEN {c}::text "
+            "ELSE array_to_string({c}, ',', 'NULL') END"
+        ),
+        convert=(
+            f"CASE WHEN {{c}} = '' THEN []::{duck} ELSE list_transform(string_split({{c}}, ','), "
+            f"lambda x: CASE WHEN x = 'NULL' THEN NULL ELSE CAST(x AS {_ELEMENTS[element]}) END) "
+            "END"
+        ),
+    )
+
+
 def read_as(pg_type: str) -> PgRead:
     """How a column of ``pg_type`` (``format_type()`` spelling) is read; unknown types: text."""
     if pg_type.endswith("[]") and not pg_type.endswith("[][]"):
-        element = pg_type[:-2].split("(")[0]
-        if element in _ELEMENTS:
-            duck = f"{_ELEMENTS[element]}[]"
-            return PgRead(
-                duck,
-                pa.string(),
-                select_template="array_to_json({c})::text",
-                convert=f"CAST(CAST({{c}} AS JSON) AS {duck})",
-            )
-        return _TEXT
+        return _array(pg_type[:-2].split("(")[0])
     kind, _, args = pg_type.partition("(")
     if kind == "interval" or kind.startswith("interval "):
         return _SIMPLE["interval"]  # interval(3), interval day to second: the same three fields

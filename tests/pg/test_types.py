@@ -43,7 +43,7 @@ CREATE TABLE {s}.types (
   b bool, t text, vc varchar(5), c char(5), ba bytea, u uuid, d date, tm time, ttz timetz,
   ts timestamp, ts3 timestamp(3), tstz timestamptz, iv interval, j json, jb jsonb,
   ia int[], ta text[], e {s}.mood, dom {s}.posint, pr {s}.price, ip inet, cd cidr,
-  mac macaddr, m money, p point, x xml, tv tsvector);
+  mac macaddr, m money, p point, x xml, tv tsvector, fa float8[], bla bool[], na numeric[]);
 INSERT INTO {s}.types VALUES
  (1, -32768, -2147483648, 9223372036854775807,
   123456789012345678901234567890.123456789012345678901234567890, 12345678.91, 1.1, 0.1, true,
@@ -52,22 +52,22 @@ INSERT INTO {s}.types VALUES
   '2024-01-01 10:00+02', '1 year 2 mons 3 days 04:05:06.789', '{{"a": [1, null], "b":  "x"}}',
   '{{"b": 1, "a": [1, null]}}', '{{1,NULL,3}}', '{{"a b",NULL,"","q\\"uote","NULL",x}}',
   'happy', 7, 1.5, '192.168.0.1/24', '10.0.0.0/8', '08:00:2b:01:02:03', 1234.56, '(1.5,2)',
-  '<a>x</a>', 'a fat cat'),
+  '<a>x</a>', 'a fat cat', '{{1.5,NaN,Infinity,-0}}', '{{t,f,NULL}}', '{{1.50,NaN}}'),
  (2, 0, 0, 0, 'NaN', 'NaN', 'NaN', 'Infinity', false, '', '', '', '',
   '00000000-0000-0000-0000-000000000000', 'infinity', '00:00:00', '00:00:00-08', 'infinity',
   '-infinity', 'infinity', '-1 year -2 mons +3 days -04:05:06', 'null', '[]', '{{}}', '{{}}',
-  'sad', 1, 0, '::1', '::/0', '00:00:00:00:00:00', -0.5, '(0,0)', '', ''),
+  'sad', 1, 0, '::1', '::/0', '00:00:00:00:00:00', -0.5, '(0,0)', '', '', '{{}}', '{{}}', '{{}}'),
  (3, 1, 1, -1, 'Infinity', -0.5, '-Infinity', '-0', NULL, 'multi word  ', 'a', 'x y', '\\x',
   NULL, '-infinity', '23:59:59.999999', NULL, '-infinity', NULL, '-infinity', '1 day -1 hour',
   '"s"', '"s"', '{{NULL}}', '{{NULL}}', NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL,
-  NULL),
+  NULL, NULL, NULL, NULL),
  (4, NULL, NULL, NULL, '-Infinity', NULL, 3.4028235e38, 1e300, NULL, NULL, NULL, NULL, NULL,
   NULL, '0044-03-15 BC', NULL, NULL, '0044-03-15 12:00:00 BC', NULL, '1900-06-01 00:00+00',
   '-1 days +01:00:00', NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL,
-  NULL, NULL),
+  NULL, NULL, NULL, NULL, NULL),
  (5, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL,
   NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL,
-  NULL, NULL, NULL, NULL);
+  NULL, NULL, NULL, NULL, NULL, NULL, NULL);
 """
 
 #: The DuckDB type each column arrives as (docs/pgwire.md: what arrives as text, and why).
@@ -79,6 +79,7 @@ DUCK_TYPES = {
     "iv": "INTERVAL", "j": "VARCHAR", "jb": "VARCHAR", "ia": "INTEGER[]", "ta": "VARCHAR[]",
     "e": "VARCHAR", "dom": "INTEGER", "pr": "DECIMAL(8,3)", "ip": "VARCHAR", "cd": "VARCHAR",
     "mac": "VARCHAR", "m": "VARCHAR", "p": "VARCHAR", "x": "VARCHAR", "tv": "VARCHAR",
+    "fa": "DOUBLE[]", "bla": "BOOLEAN[]", "na": "VARCHAR",
 }  # fmt: skip
 COLUMNS = list(DUCK_TYPES)
 
@@ -232,13 +233,15 @@ def wire(tmp_path: Path) -> Iterator[tuple[int, str]]:
 
 
 #: (column, psql on PostgreSQL, psql on the wire server) that remain, each in docs/pgwire.md:
-#: the wire server's text encoders (pgwire/encoders.py) print a real as a double and -0 as
-#: -0.0, keep trailing zeros of fractional seconds, sign an interval's fields differently from
-#: PostgreSQL's IntervalStyle postgres, and go through datetime.time, which has no 24:00.
+#: the wire server's text encoders (pgwire/encoders.py) print a real as a double, -0 as -0.0
+#: and array elements as Python's str prints them, keep trailing zeros of fractional seconds,
+#: sign an interval's fields unlike IntervalStyle postgres, and go through datetime.time, which
+#: has no 24:00.
 WIRE_DIFFERENCES = IN_PROCESS_DIFFERENCES | {
     ("f4", "1.1", "1.100000023841858"),
     ("f4", "3.4028235e+38", "3.4028234663852886e+38"),
     ("f8", "-0", "-0.0"),
+    ("fa", "{1.5,NaN,Infinity,-0}", "{1.5,nan,inf,-0.0}"),
     ("iv", "-1 years -2 mons +3 days -04:05:06", "-1 year -2 mons 3 days -04:05:06"),
     ("iv", "-1 days +01:00:00", "-1 day 01:00:00"),
     ("ts3", "2024-01-01 10:00:00.123", "2024-01-01 10:00:00.123000"),
