@@ -276,4 +276,9 @@ def test_every_type_through_the_wire_server(schema: str, wire: tuple[int, str]) 
         f"host=127.0.0.1 port={port} user=t dbname={dbname}", autocommit=True
     ) as wire_conn:
         rows = wire_conn.execute(f"SELECT id, c FROM pg.{schema}.later").fetchall()
+        odd = ", ".join(c for c in COLUMNS if c not in _DATETIMES)
+        kept = wire_conn.execute(
+            f"SELECT {odd} FROM pg.{schema}.types WHERE sem_filter('is {{t}} a greeting?')"
+        ).fetchall()
     assert rows == [(7, "x ")]
+    assert [row[0] for row in kept] == [1]
