@@ -119,22 +119,21 @@ def _array(element: str) -> PgRead:
     if element not in _ELEMENTS:
         return _TEXT
     duck = f"{_ELEMENTS[element]}[]"
+    # A multi-dimensional value is sent whole ('{{1,2},{3,4}}') and fails the conversion.
+    whole = "CASE WHEN array_ndims({c}) > 1 THEN {c}::text ELSE "
     if duck == "VARCHAR[]":  # strings through JSON, which quotes them
         return PgRead(
             duck,
             pa.string(),
-            select_template="array_to_json({c})::text",
+            select_template=whole + "array_to_json({c})::text END",
             convert=f"CAST(CAST({{c}} AS JSON) AS {duck})",
         )
     # Numbers and booleans hold no comma: 'e1,e2,NULL' keeps -0, NaN and Infinity, which JSON
-    # would not. A multi-dimensional value is sent whole ('{{1,2},{3,4}}') and fails the cast.
+    # would not.
     return PgRead(
         duck,
         pa.string(),
-        select_template=(
-            "CASE WHEN array_ndims({c}) > 1 THEN {c}::text "
-            "ELSE array_to_string({c}, ',', 'NULL') END"
-        ),
+        select_template=whole + "array_to_string({c}, ',', 'NULL') END",
         convert=(
             f"CASE WHEN {{c}} = '' THEN []::{duck} ELSE list_transform(string_split({{c}}, ','), "
             f"lambda x: CASE WHEN x = 'NULL' THEN NULL ELSE CAST(x AS {_ELEMENTS[element]}) END) "

@@ -70,6 +70,19 @@ INSERT INTO {s}.types VALUES
   NULL, NULL, NULL, NULL, NULL, NULL, NULL);
 """
 
+#: The rest of PostgreSQL 15's built-in types, each arriving as the text psql prints.
+MORE = """
+CREATE TABLE {s}.more AS SELECT 1 AS id, int4range(1, 5) AS r4, '[2024-01-01,infinity)'::daterange AS dr,
+  tstzrange('2024-01-01 00:00+00', NULL) AS tr, B'101'::bit(3) AS bt, B'1'::varbit AS vb, 'x'::"char" AS ch,
+  'nm'::name AS nm, 12345::oid AS o, interval '1-2' year to month AS ym, '10:11:12.345'::time(2) AS t2,
+  '2024-01-01 10:00:00.5'::timestamp(0) AS t0, 'fat & rat'::tsquery AS tq, '{{1,2,3}}'::line AS ln,
+  '((0,0),(1,1))'::lseg AS ls, '((0,0),(1,1))'::box AS bx, '((0,0),(1,1),(2,0))'::path AS pa,
+  '((0,0),(1,1),(2,0))'::polygon AS pg, '<(0,0),1>'::circle AS ci, '16/B374D848'::pg_lsn AS lsn,
+  'pg_class'::regclass AS rc, '$.a'::jsonpath AS jp, '08:00:2b:01:02:03:04:05'::macaddr8 AS m8,
+  '1 2'::int2vector AS iv2, ARRAY['ok'::{s}.mood] AS ea,
+  '[0:1]={{1,2}}'::numeric[] AS nb, ARRAY['2024-01-01'::date, 'infinity'] AS da
+"""
+
 #: The DuckDB type each column arrives as (docs/pgwire.md: what arrives as text, and why).
 DUCK_TYPES = {
     "id": "INTEGER", "i2": "SMALLINT", "i4": "INTEGER", "i8": "BIGINT", "n": "VARCHAR",
@@ -89,7 +102,7 @@ IN_PROCESS_DIFFERENCES = {("n102", "NaN", NULL)}
 
 
 def _psql(
-    sql: str, *, port: int = 5432, user: str = "postgres", db: str = "test"
+    sql: str, *, port: int = 5432, user: str = "postgres", db: str = "test", width: int = 0
 ) -> list[tuple[str, ...]]:
     done = subprocess.run(
         ["psql", "-X", "-At", "-F", "|", "-P", f"null={NULL}", "-h", "127.0.0.1",
@@ -99,7 +112,7 @@ def _psql(
     assert done.returncode == 0, done.stderr
     out = done.stdout
     rows = [tuple(line.split("|")) for line in out.splitlines()]
-    assert all(len(r) == len(COLUMNS) for r in rows), out  # no value holds the separator
+    assert all(len(r) == (width or len(COLUMNS)) for r in rows), out  # no value holds the "|"
     return rows
 
 
@@ -148,6 +161,23 @@ def test_every_type_reads_as_psql_prints_it(schema: str) -> None:
     assert isinstance(table, pa.Table)
     assert _differences(expected, pg_rows(table)) == IN_PROCESS_DIFFERENCES
     assert dict(described) == DUCK_TYPES  # the catalog's columns are the scan's
+
+
+def test_the_other_types_read_as_psql_prints_them(schema: str) -> None:
+    with psycopg.connect(DSN, autocommit=True) as conn:
+        conn.execute(MORE.format(s=schema))  # type: ignore[arg-type]
+        names = [r[0] for r in conn.execute(f"SELECT * FROM {schema}.more LIMIT 0").description]
+    sql = f"SELECT {', '.join(names)} FROM {{}}.more"
+    expected = _psql(sql.format(schema), width=len(names))
+    with duckdb_sem.connect(backend="test:", cache="off") as con:
+        source = attach_postgres(con.duckdb, DSN, alias="pg")
+        table = con.sql(source.rewrite(sql.format(f"pg.{schema}"), con.duckdb)).to_arrow_table()
+    assert dict(zip(table.column_names, map(str, table.schema.types), strict=True)) == {
+        **dict.fromkeys(names, "string"),
+        "id": "int32", "o": "int64", "ym": "month_day_nano_interval", "t2": "time64[us]",
+        "t0": "timestamp[us]",
+    }  # fmt: skip
+    assert pg_rows(table) == expected
 
 
 def test_a_semantic_query_over_every_type(schema: str) -> None:
@@ -200,9 +230,13 @@ def test_no_rows_keep_the_types_and_a_2d_array_says_what_to_do(schema: str) -> N
             "decimal128(10, 2)",
         ]  # fmt: skip
         with psycopg.connect(DSN, autocommit=True) as conn:
-            conn.execute(f"INSERT INTO {schema}.types (id, ia) VALUES (6, '{{{{1,2}},{{3,4}}}}')")
-        with pytest.raises(PlanError, match=r"multi-dimensional array.*::text"):
-            con.sql(source.rewrite(f"SELECT ia FROM pg.{schema}.types", con.duckdb))
+            conn.execute(
+                f"INSERT INTO {schema}.types (id, ia, ta) VALUES (6, '{{{{1,2}},{{3,4}}}}', NULL), "
+                "(7, NULL, '{{a,b},{c,d}}')"
+            )
+        for column in ("ia", "ta"):
+            with pytest.raises(PlanError, match=r"multi-dimensional array.*::text"):
+                con.sql(source.rewrite(f"SELECT {column} FROM pg.{schema}.types", con.duckdb))
 
 
 @pytest.fixture
