@@ -106,7 +106,7 @@ def read_query(
     except psycopg.DataError as err:
         raise PlanError(
             f"PostgreSQL cannot send {table_sql} as duckdb-sem reads it: "
-            f"{str(err).splitlines()[0]}; a timestamp after 294246 AD does not fit DuckDB: "
+            f"{str(err).splitlines()[0]}; a timestamp after 294247 AD does not fit DuckDB: "
             "select such a column as text in a PostgreSQL view (col::text) and read the view"
         ) from None
     except psycopg.Error as err:

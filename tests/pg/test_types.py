@@ -237,6 +237,10 @@ def test_no_rows_keep_the_types_and_a_2d_array_says_what_to_do(schema: str) -> N
         for column in ("ia", "ta"):
             with pytest.raises(PlanError, match=r"multi-dimensional array.*::text"):
                 con.sql(source.rewrite(f"SELECT {column} FROM pg.{schema}.types", con.duckdb))
+        with psycopg.connect(DSN, autocommit=True) as conn:
+            conn.execute(f"INSERT INTO {schema}.types (id, ts) VALUES (8, '294270-01-01')")
+        with pytest.raises(PlanError, match=r"after 294247 AD does not fit DuckDB.*::text"):
+            con.sql(source.rewrite(f"SELECT ts FROM pg.{schema}.types", con.duckdb))
 
 
 @pytest.fixture
