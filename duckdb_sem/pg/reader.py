@@ -18,8 +18,9 @@ import duckdb
 import psycopg
 import pyarrow as pa
 import pyarrow.csv as pacsv
+from psycopg.conninfo import conninfo_to_dict, make_conninfo
 
-from duckdb_sem.errors import BackendUnavailableError, PlanError
+from duckdb_sem.errors import BackendUnavailableError, ConfigError, PlanError
 from duckdb_sem.identifiers import quote_identifier
 from duckdb_sem.pg.types import PgRead, read_as
 
@@ -80,11 +81,21 @@ class _ChunkStream(io.RawIOBase):
 def connect(dsn: str) -> psycopg.Connection[tuple[object, ...]]:
     """A connection for catalog reads and ``COPY``, with the output formats the parsing expects."""
     try:
-        return psycopg.connect(dsn, autocommit=True, options=_SETTINGS)
+        parts = conninfo_to_dict(dsn)
     except psycopg.Error as err:
+        raise ConfigError(
+            f"not a libpq connection string: {str(err).strip()}; write it as 'host=... dbname=...' or "
+            "postgresql://host/dbname"
+        ) from None
+    given = parts.get("options")
+    try:
+        options = f"{given} {_SETTINGS}" if given else _SETTINGS
+        return psycopg.connect(dsn, autocommit=True, options=options)
+    except psycopg.Error as err:
+        shown = {k: str(v) for k, v in parts.items() if k != "password" and v is not None}
         raise BackendUnavailableError(
-            f"cannot connect to PostgreSQL {dsn!r}: {str(err).strip()}; check the DSN and "
-            "that the server is up"
+            f"cannot connect to PostgreSQL {make_conninfo(**shown)!r}: {' '.join(str(err).split())}"
+            "; check the DSN and that the server is up"
         ) from None
 
 

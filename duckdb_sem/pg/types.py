@@ -3,8 +3,8 @@
 PostgreSQL's text output is not always something Arrow's CSV reader can parse (``infinity``,
 ``2024-01-01 BC``, ``\\x0102``, ``{1,NULL}``, ``1 year 2 mons``), so a column may be selected
 as another expression (a date as its day number, a timestamp as epoch microseconds, an array of
-strings as JSON) and, where Arrow has no cast to the final type, converted by DuckDB (``convert``: an
-expression over the parsed column ``{c}``). Infinite dates and timestamps become DuckDB's
+strings as JSON) and, where Arrow has no cast to the final type, converted by DuckDB
+(``convert``: an expression over the parsed column ``{c}``). Infinite dates and timestamps become DuckDB's
 ``infinity``/``-infinity``, which DuckDB stores as the largest and smallest values of the
 underlying integer, the same integers Arrow hands over. Types without a DuckDB equivalent arrive
 as PostgreSQL's own text, so nothing is lost (docs/pgwire.md lists them).
