@@ -115,6 +115,6 @@ def test_a_pushed_down_statement_is_parsed_once(pg_table: str, sqlglot_parses: l
 def test_connection_errors_say_what_to_fix_and_hide_the_password() -> None:
     with pytest.raises(ConfigError, match="not a libpq connection string"):
         connect("host=127.0.0.1 bad")
-    with pytest.raises(BackendUnavailableError, match="port=1.*check the DSN") as err:
+    with pytest.raises(BackendUnavailableError, match=r"port=1.*check the DSN") as err:
         connect("host=127.0.0.1 port=1 dbname=x password=secret connect_timeout=2")
     assert "secret" not in str(err.value)
