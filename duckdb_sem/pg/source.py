@@ -19,7 +19,6 @@ import shutil
 import tempfile
 import threading
 import weakref
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -28,57 +27,21 @@ import psycopg
 import sqlglot
 from sqlglot import exp
 
-from duckdb_sem.errors import BackendUnavailableError, ConfigError, PlanError
+from duckdb_sem.errors import ConfigError, PlanError
 from duckdb_sem.identifiers import quote_identifier as _ident
-from duckdb_sem.identifiers import quote_qualified
+from duckdb_sem.pg.catalog import PgTable, list_tables
 from duckdb_sem.pg.pushdown import scan_needs
-from duckdb_sem.pg.reader import PgColumn, arrow_type, read_query
+from duckdb_sem.pg.reader import connect, read_query
+from duckdb_sem.pg.types import read_as
 
 __all__ = ["PgSource", "PgTable", "attach_postgres"]
 
 log = logging.getLogger(__name__)
 _scan_ids = itertools.count(1)
 
-_DUCK_TYPES = {
-    "int16": "SMALLINT",
-    "int32": "INTEGER",
-    "int64": "BIGINT",
-    "float": "FLOAT",
-    "double": "DOUBLE",
-    "bool": "BOOLEAN",
-    "date32[day]": "DATE",
-    "timestamp[us]": "TIMESTAMP",
-    "timestamp[us, tz=UTC]": "TIMESTAMPTZ",
-}
-
-_LIST_SQL = """
-SELECT n.nspname, c.relname, a.attname, pg_catalog.format_type(a.atttypid, a.atttypmod)
-FROM pg_catalog.pg_class c
-JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace
-JOIN pg_catalog.pg_attribute a ON a.attrelid = c.oid AND a.attnum > 0 AND NOT a.attisdropped
-WHERE c.relkind IN ('r', 'v', 'm', 'p', 'f')
-  AND n.nspname NOT IN ('pg_catalog', 'information_schema') AND n.nspname NOT LIKE 'pg_toast%%'
-ORDER BY n.nspname, c.relname, a.attnum
-"""
-
-
-@dataclass(frozen=True, slots=True)
-class PgTable:
-    schema: str
-    name: str
-    columns: tuple[PgColumn, ...]
-
-    @property
-    def sql(self) -> str:
-        return quote_qualified(self.schema, self.name)
-
 
 def _duck_type(pg_type: str) -> str:
-    arrow = arrow_type(pg_type)
-    text = str(arrow)
-    if text.startswith("decimal128"):
-        return "DECIMAL" + text[len("decimal128") :]
-    return _DUCK_TYPES.get(text, "VARCHAR")
+    return read_as(pg_type).duck_type
 
 
 class PgSource:
@@ -93,7 +56,25 @@ class PgSource:
         self._registered: weakref.WeakKeyDictionary[Any, list[str]] = weakref.WeakKeyDictionary()
 
     def table(self, schema: str, name: str) -> PgTable | None:
+        """The table as the last catalog read saw it."""
         return self.tables.get((schema.lower(), name.lower()))
+
+    def _current(
+        self, conn: psycopg.Connection[tuple[object, ...]], schema: str, name: str
+    ) -> PgTable | None:
+        """The table as PostgreSQL has it now (created, altered or dropped since the attach)."""
+        key = (schema.lower(), name.lower())
+        found = list_tables(conn, only=key).get(key)
+        with self._lock:
+            known = self.tables.pop(key, None)
+            if found is not None:
+                self.tables[key] = found
+        if found is None and known is not None:
+            raise PlanError(
+                f"{self.alias}.{known.schema}.{known.name} no longer exists in PostgreSQL "
+                "(dropped or renamed after the attach): read the table by its current name"
+            )
+        return found
 
     def rewrite(self, sql: str, con: duckdb.DuckDBPyConnection) -> str:
         """``sql`` with every read of ``alias.schema.table`` replaced by a pushed-down scan.
@@ -126,26 +107,41 @@ class PgSource:
         if not refs:
             return sql, root
         names: list[str] = []
-        for ref in refs:
-            table = self.table(ref.db or "public", ref.name)
-            if table is None:
-                continue  # DuckDB reports the unknown table
-            needs = scan_needs(root, ref, [c.name for c in table.columns])
-            wanted = [c for c in table.columns if c.name in needs.columns]
-            log.debug("pg scan %s: columns %s where %s", table.sql, needs.columns, needs.where)
-            data = read_query(self.dsn, table.sql, wanted, needs.where)
-            scan = f"__pg_scan_{next(_scan_ids)}"
-            con.register(scan, data)
-            names.append(scan)
-            ref.replace(
-                exp.Table(
-                    this=exp.to_identifier(scan),
-                    alias=exp.TableAlias(this=exp.to_identifier(ref.alias_or_name)),
-                )
-            )
-        with self._lock:
-            self._registered[con] = names
+        try:
+            with connect(self.dsn) as conn:
+                for ref in refs:
+                    scan = self._scan(conn, root, ref, con)
+                    if scan is not None:
+                        names.append(scan)
+        finally:  # a read that fails drops the scans registered before it at the next rewrite
+            with self._lock:
+                self._registered[con] = names
         return str(root.sql(dialect="duckdb", normalize_functions=False)), root
+
+    def _scan(
+        self,
+        conn: psycopg.Connection[tuple[object, ...]],
+        root: exp.Expr,
+        ref: exp.Table,
+        con: duckdb.DuckDBPyConnection,
+    ) -> str | None:
+        """Read what ``root`` needs of ``ref``, register it on ``con``, point ``ref`` at it."""
+        table = self._current(conn, ref.db or "public", ref.name)
+        if table is None:
+            return None  # DuckDB reports the unknown table
+        needs = scan_needs(root, ref, [c.name for c in table.columns])
+        wanted = [c for c in table.columns if c.name in needs.columns]
+        log.debug("pg scan %s: columns %s where %s", table.sql, needs.columns, needs.where)
+        data = read_query(conn, table.sql, wanted, needs.where)
+        scan = f"__pg_scan_{next(_scan_ids)}"
+        con.register(scan, data)
+        ref.replace(
+            exp.Table(
+                this=exp.to_identifier(scan),
+                alias=exp.TableAlias(this=exp.to_identifier(ref.alias_or_name)),
+            )
+        )
+        return scan
 
     def _release(self, con: duckdb.DuckDBPyConnection) -> None:
         with self._lock:
@@ -197,20 +193,6 @@ def _view_sql(alias: str, table: PgTable) -> str:
     )
 
 
-def _list_tables(dsn: str) -> dict[tuple[str, str], PgTable]:
-    try:
-        with psycopg.connect(dsn, autocommit=True) as conn:
-            rows = conn.execute(_LIST_SQL).fetchall()
-    except psycopg.Error as err:
-        raise BackendUnavailableError(
-            f"cannot read the catalog of PostgreSQL {dsn!r}: {err}"
-        ) from err
-    grouped: dict[tuple[str, str], list[PgColumn]] = {}
-    for schema, name, column, pg_type in rows:
-        grouped.setdefault((schema, name), []).append(PgColumn(column, pg_type))
-    return {(s.lower(), n.lower()): PgTable(s, n, tuple(cols)) for (s, n), cols in grouped.items()}
-
-
 def attach_postgres(con: duckdb.DuckDBPyConnection, dsn: str, *, alias: str = "pg") -> PgSource:
     """Attach the PostgreSQL database at ``dsn`` (libpq syntax) to ``con`` as ``alias``.
 
@@ -219,6 +201,8 @@ def attach_postgres(con: duckdb.DuckDBPyConnection, dsn: str, *, alias: str = "p
     """
     if not alias.isidentifier():
         raise ConfigError(f"alias {alias!r} must be a plain identifier, e.g. 'pg'")
-    source = PgSource(dsn, alias, _list_tables(dsn))
+    with connect(dsn) as conn:
+        tables = list_tables(conn)
+    source = PgSource(dsn, alias, tables)
     source.create_catalog(con)
     return source

@@ -14,8 +14,11 @@ import sqlglot
 from sqlglot import exp
 
 import duckdb_sem
+from duckdb_sem.errors import BackendUnavailableError, ConfigError
 from duckdb_sem.pg import attach_postgres
 from duckdb_sem.pg.pushdown import scan_needs
+from duckdb_sem.pg.reader import connect
+from duckdb_sem.pg.types import read_as
 
 DSN = "host=127.0.0.1 port=5432 user=postgres dbname=test"
 COLUMNS = ["id", "text", "stars"]
@@ -108,3 +111,27 @@ def test_a_pushed_down_statement_is_parsed_once(pg_table: str, sqlglot_parses: l
         assert tree is not None
         assert con.sql(rewritten, tree=tree).fetchall() == [(1,)]
         assert sqlglot_parses[0] - start == 1
+
+
+def test_connection_errors_say_what_to_fix_and_hide_the_password() -> None:
+    with pytest.raises(ConfigError, match="not a libpq connection string"):
+        connect("host=127.0.0.1 bad")
+    with pytest.raises(BackendUnavailableError, match=r"port=1.*check the DSN") as err:
+        connect("host=127.0.0.1 port=1 dbname=x password=secret connect_timeout=2")
+    assert "secret" not in str(err.value)
+
+
+@pytest.mark.parametrize(
+    ("pg_type", "duck_type"),
+    [
+        ("timestamp(3) with time zone", "TIMESTAMPTZ"), ("time(2) without time zone", "TIME"),
+        ("interval year to month", "INTERVAL"), ("interval(3)", "INTERVAL"),
+        ("numeric(38,4)", "DECIMAL(38,4)"), ("numeric(39,4)", "VARCHAR"), ("numeric", "VARCHAR"),
+        ("character varying(20)[]", "VARCHAR[]"), ("double precision[]", "DOUBLE[]"),
+        ("numeric[]", "VARCHAR"), ("character(5)", "VARCHAR"), ("bytea", "BLOB"),
+        ("intervals", "VARCHAR"), ("s.mood", "VARCHAR"), ("time(2) with time zone", "VARCHAR"),
+    ],
+)  # fmt: skip
+def test_each_type_reads_as(pg_type: str, duck_type: str) -> None:
+    """format_type() spellings, typmods and user types named like built-in ones."""
+    assert read_as(pg_type).duck_type == duck_type
