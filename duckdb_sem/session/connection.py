@@ -372,7 +372,12 @@ class SemConnection:
 
     def explain_semantic(self, query: str, *, analyze: bool = False, verbose: bool = False) -> str:
         """``EXPLAIN [ANALYZE] SEMANTIC query`` as text (see :mod:`duckdb_sem.session.explain`)."""
-        return explain_semantic(self, normalize_aliases(query, models=self.models.names()), analyze=analyze, verbose=verbose)
+        return explain_semantic(
+            self,
+            normalize_aliases(query, models=self.models.names()),
+            analyze=analyze,
+            verbose=verbose,
+        )
 
     def interrupt(self) -> None:
         """Cancel the running query: its queued LLM work is dropped, DuckDB is interrupted."""

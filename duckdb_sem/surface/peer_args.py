@@ -98,7 +98,8 @@ class Prompt:
     @staticmethod
     def concat(parts: Sequence[exp.Expression]) -> Prompt:
         """BigQuery's tuple: text parts stay text, every other part is one value."""
-        template, args = [], []
+        template: list[str] = []
+        args: list[str] = []
         for part in parts:
             if isinstance(part, exp.Literal) and part.is_string:
                 template.append(_escape(part.this))

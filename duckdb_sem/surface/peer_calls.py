@@ -13,7 +13,7 @@ Example:
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Collection, Sequence
+from collections.abc import Callable, Collection
 
 from sqlglot import exp
 
@@ -123,9 +123,7 @@ def ai_embed(call: PeerCall, models: Models) -> str | None:
 
 
 # -- BigQuery ---------------------------------------------------------------------------------
-def _bq_prompt(
-    call: PeerCall, models: Models, usage: str, ours: str
-) -> tuple[Prompt, list[str]]:
+def _bq_prompt(call: PeerCall, models: Models, usage: str, ours: str) -> tuple[Prompt, list[str]]:
     call.check_named(_BQ_OPTIONS | {"output_schema"}, usage, ours)
     node = call.get("prompt", 0)
     if node is None:
@@ -140,7 +138,10 @@ def _bq_prompt(
 def ai_if(call: PeerCall, models: Models) -> str | None:
     if call.peer.lower() == "ai_if" and _ours(call.get("prompt", 0)):
         return None
-    usage, ours = "AI.IF(('Is this about cats? ', text))", "sem_filter('Is this about cats? {text}')"
+    usage, ours = (
+        "AI.IF(('Is this about cats? ', text))",
+        "sem_filter('Is this about cats? {text}')",
+    )
     prompt, options = _bq_prompt(call, models, usage, ours)
     return prompt.call("sem_filter", options=options)
 
@@ -217,7 +218,9 @@ def _classified(
         chosen = asked.call("sem_classify", "[" + ", ".join(_lit(n) for n, _ in labels) + "]")
         return chosen if scalar else f"[{chosen}]"
     if mode.lower() != "multi":
-        raise peer_error(call.peer, f"output_mode is 'single' or 'multi', got {mode!r}", usage, ours)
+        raise peer_error(
+            call.peer, f"output_mode is 'single' or 'multi', got {mode!r}", usage, ours
+        )
     decisions = []
     for (name, _), text in zip(labels, described, strict=True):
         asked = prompt.prefixed(f"{lead}Does the category '{text}' apply to this text? ")
@@ -308,9 +311,11 @@ def _ranked(aggregate: str) -> Callable[[Prompt, list[str]], str]:
     all in order; the value is the row's context columns as JSON, as Flock returns it."""
 
     def wrap(prompt: Prompt, options: list[str]) -> str:
-        score = prompt.prefixed("Rate from 0 to 10 how well this answers: ").suffixed(
-            "\nAnswer with a number only."
-        ).call("sem_map", output="DOUBLE", options=options)
+        score = (
+            prompt.prefixed("Rate from 0 to 10 how well this answers: ")
+            .suffixed("\nAnswer with a number only.")
+            .call("sem_map", output="DOUBLE", options=options)
+        )
         row = "json_array(" + ", ".join(prompt.args) + ")"
         return aggregate.format(row=row, score=score)
 

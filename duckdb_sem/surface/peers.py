@@ -27,8 +27,7 @@ from collections.abc import Collection
 import sqlglot
 from sqlglot import exp
 from sqlglot.errors import SqlglotError, TokenError
-from sqlglot.tokens import Token
-from sqlglot.tokenizer_core import TokenType
+from sqlglot.tokenizer_core import Token, TokenType
 
 from duckdb_sem.errors import BindError
 from duckdb_sem.surface.peer_args import PeerCall

@@ -38,8 +38,9 @@ def _explained(con: duckdb_sem.SemConnection, sql: str) -> str:
     """The plan's operator lines (``SemMap __sem_map_1 := sem_classify(...)``), one string."""
     plan = con.explain_semantic(sql)
     assert "road: planned by the optimizer" in plan
-    return "\n".join(line.split(":= ")[-1] if "SemMap" in line else line
-                     for line in plan.splitlines())
+    return "\n".join(
+        line.split(":= ")[-1] if "SemMap" in line else line for line in plan.splitlines()
+    )
 
 
 # -- Snowflake Cortex --------------------------------------------------------------------------
@@ -66,9 +67,13 @@ def test_snowflake_ai_classify_single_multi_and_described(con: duckdb_sem.SemCon
     # docs: SELECT AI_CLASSIFY('One day I will see the world', ['travel', 'cooking']);
     single = "SELECT id, AI_CLASSIFY(topic, ['travel', 'cooking']) AS c FROM reviews ORDER BY id"
     assert "struct_pack(labels := [sem_classify(" in rewrite_peers(single)
-    assert "sem_classify('Classify into one of: travel; cooking.\\nText: {0}'" in _explained(con, single)
+    assert "sem_classify('Classify into one of: travel; cooking.\\nText: {0}'" in _explained(
+        con, single
+    )
     assert con.sql(single).fetchall() == [
-        (1, {"labels": ["travel"]}), (2, {"labels": ["cooking"]}), (3, {"labels": ["travel"]})
+        (1, {"labels": ["travel"]}),
+        (2, {"labels": ["cooking"]}),
+        (3, {"labels": ["travel"]}),
     ]
     # docs: AI_CLASSIFY(..., [{'label': 'travel', 'description': ...}, ...], {'output_mode': 'multi'})
     multi = (
@@ -110,13 +115,19 @@ def test_snowflake_ai_agg_and_summarize_agg(con: duckdb_sem.SemConnection) -> No
     assert con.sql(sql).fetchall() == con.sql(ours).fetchall()
     # docs: SELECT AI_SUMMARIZE_AGG(churn_reason) FROM customers;
     summary = con.sql("SELECT AI_SUMMARIZE_AGG(review) FROM reviews").fetchall()
-    assert summary == con.sql("SELECT sem_agg('Summarize these texts: {review}') FROM reviews").fetchall()
+    assert (
+        summary
+        == con.sql("SELECT sem_agg('Summarize these texts: {review}') FROM reviews").fetchall()
+    )
 
 
 def test_snowflake_ai_sentiment(con: duckdb_sem.SemConnection) -> None:
     # docs: SELECT AI_SENTIMENT('A tourist''s delight, ...');
     sql = "SELECT id, AI_SENTIMENT(review) FROM reviews ORDER BY id"
-    assert "sem_classify('The sentiment of: {0}', ['positive', 'negative', 'neutral', 'mixed'], review)" in rewrite_peers(sql)
+    assert (
+        "sem_classify('The sentiment of: {0}', ['positive', 'negative', 'neutral', 'mixed'], review)"
+        in rewrite_peers(sql)
+    )
     rows = con.sql(sql).fetchall()
     assert rows[2] == (3, "positive")  # test: the first label the text names
     assert {r[1] for r in rows} <= {"positive", "negative", "neutral", "mixed"}
@@ -145,7 +156,10 @@ def test_snowflake_ai_embed_and_ai_similarity(con: duckdb_sem.SemConnection) -> 
 def test_bigquery_ai_if_dotted(con: duckdb_sem.SemConnection) -> None:
     # docs: WHERE AI.IF(('The following news story is about technology: ', body), connection_id => 'us.example_connection')
     sql = "SELECT id FROM reviews WHERE AI.IF(('The reviewer loved it: ', review), connection_id => 'us.example_connection')"
-    assert rewrite_peers(sql) == "SELECT id FROM reviews WHERE sem_filter('The reviewer loved it: {0}', review)"
+    assert (
+        rewrite_peers(sql)
+        == "SELECT id FROM reviews WHERE sem_filter('The reviewer loved it: {0}', review)"
+    )
     assert "SemFilter" in _explained(con, sql)
     # 'loved' is in the template: every row says yes
     assert con.sql(sql + " ORDER BY id").fetchall() == [(1,), (2,), (3,)]
@@ -158,7 +172,10 @@ def test_bigquery_ai_classify_and_score(con: duckdb_sem.SemConnection) -> None:
     assert con.sql(sql).fetchall() == [(1, "travel"), (2, "cooking"), (3, "travel")]
     # docs: AI.SCORE(('On a scale from 1 to 10, how enthusiastic is this review? ', review)) ... ORDER BY ... LIMIT
     score = "SELECT id, AI.SCORE(('On a scale from 1 to 10, how enthusiastic is this review? ', review)) AS s FROM reviews ORDER BY s DESC LIMIT 1"
-    assert "sem_map('On a scale from 1 to 10, how enthusiastic is this review? {0}\nAnswer with a number only.', review, 'DOUBLE')" in rewrite_peers(score)
+    assert (
+        "sem_map('On a scale from 1 to 10, how enthusiastic is this review? {0}\nAnswer with a number only.', review, 'DOUBLE')"
+        in rewrite_peers(score)
+    )
     (top,) = con.sql(score).fetchall()
     assert top[0] == 3 and isinstance(top[1], float)  # test: a number is the prompt's length
 
@@ -232,12 +249,30 @@ def test_our_own_arguments_are_left_to_the_aliases() -> None:
 @pytest.mark.parametrize(
     ("sql", "message"),
     [
-        ("SELECT AI_CLASSIFY(review, ['only']) FROM reviews", "AI_CLASSIFY: the categories must be a list of at least two"),
-        ("SELECT AI_CLASSIFY(review, ['a', 'b'], {'output_mode': 'many'}) FROM reviews", "output_mode is 'single' or 'multi'"),
-        ("SELECT llm_filter({'model_name': 'm'}, {'prompt_name': 'p'}) FROM reviews", "named prompts (CREATE PROMPT) do not exist"),
-        ("SELECT AI.SCORE(('x', review), model_params => '{}') FROM reviews", "AI.SCORE: model_params is not supported"),
-        ("SELECT AI_FILTER(PROMPT('Is {text} spam?', review)) FROM reviews", "PROMPT() numbers its fields"),
-        ("SELECT AI_SENTIMENT(review, ['price']) FROM reviews", "aspect categories are not supported"),
+        (
+            "SELECT AI_CLASSIFY(review, ['only']) FROM reviews",
+            "AI_CLASSIFY: the categories must be a list of at least two",
+        ),
+        (
+            "SELECT AI_CLASSIFY(review, ['a', 'b'], {'output_mode': 'many'}) FROM reviews",
+            "output_mode is 'single' or 'multi'",
+        ),
+        (
+            "SELECT llm_filter({'model_name': 'm'}, {'prompt_name': 'p'}) FROM reviews",
+            "named prompts (CREATE PROMPT) do not exist",
+        ),
+        (
+            "SELECT AI.SCORE(('x', review), model_params => '{}') FROM reviews",
+            "AI.SCORE: model_params is not supported",
+        ),
+        (
+            "SELECT AI_FILTER(PROMPT('Is {text} spam?', review)) FROM reviews",
+            "PROMPT() numbers its fields",
+        ),
+        (
+            "SELECT AI_SENTIMENT(review, ['price']) FROM reviews",
+            "aspect categories are not supported",
+        ),
     ],
 )
 def test_wrong_peer_arguments_say_what_to_write(
@@ -253,7 +288,9 @@ def test_install_has_the_macro_shaped_peers() -> None:
     duckdb_sem.install(db, backend=RuleBackend(yes_if=["loved"]), cache="off",
                        embed_backend=SimEmbedder(dims=8))  # fmt: skip
     db.execute("CREATE TABLE reviews AS " + REVIEWS)
-    assert db.sql("SELECT AI_SENTIMENT(review) FROM reviews WHERE id = 3").fetchall() == [("positive",)]
+    assert db.sql("SELECT AI_SENTIMENT(review) FROM reviews WHERE id = 3").fetchall() == [
+        ("positive",)
+    ]
     assert db.sql("SELECT ai_summarize_agg(review) FROM reviews").fetchall()[0][0]
     assert db.sql("SELECT ai_similarity('a b', 'a b')").fetchall() == [(pytest.approx(1.0),)]
     assert db.sql("SELECT ai_embed('m', review) FROM reviews").types[0] == "FLOAT[8]"
