@@ -123,7 +123,10 @@ class Embeddings:
         (another MiniLM folder, a server)."""
         if self._backend is not None or self._client is not None:
             return self.dimensions()
-        spec = parse_spec(self.spec)
+        try:
+            spec = parse_spec(self.spec)
+        except ConfigError:
+            return None  # a bad spec is reported when the model is first needed, as before
         if spec.kind == "minilm" and not spec.target:
             return _BUNDLED_DIMENSIONS
         if spec.kind == "sim-embed":

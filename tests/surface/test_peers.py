@@ -8,6 +8,7 @@ the deterministic ``test:`` backend gives for it.
 from __future__ import annotations
 
 from collections.abc import Iterator
+from pathlib import Path
 
 import duckdb
 import pytest
@@ -295,3 +296,36 @@ def test_install_has_the_macro_shaped_peers() -> None:
     assert db.sql("SELECT ai_similarity('a b', 'a b')").fetchall() == [(pytest.approx(1.0),)]
     assert db.sql("SELECT ai_embed('m', review) FROM reviews").types[0] == "FLOAT[8]"
     db.close()
+
+
+def test_sem_embed_is_cached_on_disk_and_counted(tmp_path: Path) -> None:
+    for run in range(2):
+        c = duckdb_sem.connect(backend=RuleBackend(), cache=str(tmp_path / "cache.db"),
+                               embed_backend=SimEmbedder(dims=8))  # fmt: skip
+        c.execute("CREATE TABLE t AS SELECT * FROM (VALUES ('good a'), ('bad b'), ('good a')) v(x)")
+        assert len(c.sql("SELECT sem_embed(x) FROM t").fetchall()) == 3
+        stats = c.stats()
+        assert stats.embed_calls == 3  # virtual: every text asked
+        assert (stats.embed_physical_calls, stats.embed_cache_hits) == (
+            (2, 0) if run == 0 else (0, 2)
+        )
+        c.close()
+
+
+def test_relation_api_reads_a_peer_call(con: duckdb_sem.SemConnection) -> None:
+    rel = con.table("reviews").filter("AI_FILTER(PROMPT('Q {0}', review))")
+    assert [r[0] for r in rel.fetchall()] == [1]
+
+
+@pytest.mark.model
+@pytest.mark.slow
+def test_sem_embed_with_the_embedded_minilm() -> None:
+    c = duckdb_sem.connect(backend=RuleBackend(), cache="off")  # the default embedder: MiniLM
+    rel = c.sql(
+        "SELECT sem_embed('a dog') AS v, AI_SIMILARITY('a dog', 'a puppy') AS near, "
+        "AI_SIMILARITY('a dog', 'tax law') AS far"
+    )
+    assert rel.types[0] == "FLOAT[384]"
+    ((_, near, far),) = rel.fetchall()
+    assert near > far
+    c.close()
