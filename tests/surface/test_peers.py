@@ -329,3 +329,22 @@ def test_sem_embed_with_the_embedded_minilm() -> None:
     ((_, near, far),) = rel.fetchall()
     assert near > far
     c.close()
+
+
+_BOTH_ROADS = [
+    "SELECT id FROM reviews WHERE AI_FILTER(PROMPT('Q: {0}', review)) ORDER BY id",
+    "SELECT id, AI_CLASSIFY(topic, ['travel', 'cooking']) FROM reviews ORDER BY id",
+    "SELECT id, AI_SENTIMENT(review) FROM reviews ORDER BY id",
+    "SELECT topic, AI_AGG(review, 'Sum up') FROM reviews GROUP BY topic ORDER BY topic",
+    "SELECT id, AI.SCORE(('Rate ', review)) FROM reviews ORDER BY id",
+    "SELECT id, AI.GENERATE(('Gist of ', review)).result FROM reviews ORDER BY id",
+    "SELECT llm_first({'model_name': 'm'}, {'prompt': 'Best?', 'context_columns': [{'data': review}]}) FROM reviews",
+]
+
+
+@pytest.mark.parametrize("sql", _BOTH_ROADS)
+def test_the_udf_road_answers_as_the_planned_one(con: duckdb_sem.SemConnection, sql: str) -> None:
+    plain = duckdb_sem.connect(backend=RuleBackend(yes_if=["loved"]), cache="off", optimize=False)
+    plain.execute("CREATE TABLE reviews AS " + REVIEWS)
+    assert plain.sql(sql).fetchall() == con.sql(sql).fetchall()
+    plain.close()
