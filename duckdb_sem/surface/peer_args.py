@@ -77,7 +77,15 @@ class Prompt:
     def call(
         self, function: str, *lead: str, output: str | None = None, options: Sequence[str] = ()
     ) -> str:
-        """``function('template', *lead, args..., 'output type', options...)`` as SQL."""
+        """``function('template', *lead, args..., 'output type', options...)`` as SQL.
+
+        A prompt without values (``AI_COMPLETE('m', 'What are LLMs?')``) is passed as the one
+        value of ``'{0}'``: a duckdb-sem template must name a value."""
+        if not self.args:
+            text = self.template.replace("{{", "{").replace("}}", "}")
+            return Prompt("{0}", (exp.Literal.string(text).sql(dialect="duckdb"),)).call(
+                function, *lead, output=output, options=options
+            )
         typed = [] if output is None else [exp.Literal.string(output).sql(dialect="duckdb")]
         parts = [exp.Literal.string(self.template).sql(dialect="duckdb"), *lead, *self.args,
                  *typed, *options]  # fmt: skip

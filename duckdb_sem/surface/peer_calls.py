@@ -301,8 +301,6 @@ def _flock_prompt(call: PeerCall, usage: str, ours: str) -> Prompt:
     legacy = key_values(call.get("columns", 2))  # Flock 0.2: a third {'name': column} object
     for name, value in (legacy or {}).items():
         context.append((name, value.sql(dialect="duckdb")))
-    if not context:
-        raise peer_error(call.peer, "no context columns given", usage, ours)
     return Prompt.with_context(text, context)
 
 

@@ -348,3 +348,27 @@ def test_the_udf_road_answers_as_the_planned_one(con: duckdb_sem.SemConnection, 
     plain.execute("CREATE TABLE reviews AS " + REVIEWS)
     assert plain.sql(sql).fetchall() == con.sql(sql).fetchall()
     plain.close()
+
+
+def test_a_prompt_without_columns_is_its_own_value(con: duckdb_sem.SemConnection) -> None:
+    # docs: SELECT AI_COMPLETE('snowflake-arctic', 'What are large language models?');
+    sql = "SELECT AI_COMPLETE('snowflake-arctic', 'What are large language models?')"
+    assert rewrite_peers(sql) == "SELECT sem_map('{0}', 'What are large language models?')"
+    assert con.sql(sql).fetchall() == [("What are large language models?",)]
+    # docs: SELECT AI_CLASSIFY('One day I will see the world', ['travel', 'cooking']);
+    got = con.sql("SELECT AI_CLASSIFY('One day I will travel the world', ['travel', 'cooking'])")
+    assert got.fetchall() == [({"labels": ["travel"]},)]
+    # docs: SELECT llm_complete({'model_name': 'gpt-4o'}, {'prompt': 'Explain the purpose of Flock.'})
+    flock = "SELECT llm_complete({'model_name': 'gpt-4o'}, {'prompt': 'Explain the purpose of {Flock}.'})"
+    assert rewrite_peers(flock) == "SELECT sem_map('{0}', 'Explain the purpose of {Flock}.')"
+
+
+def test_flock_model_name_selects_a_model_of_the_connection() -> None:
+    fast = RuleBackend()
+    c = duckdb_sem.connect(backend=RuleBackend(), models={"fast": fast}, cache="off")
+    c.execute("CREATE TABLE reviews AS " + REVIEWS)
+    sql = ("SELECT llm_complete({'model_name': 'FAST', 'model_parameters': {'temperature': 0.1}}, "
+           "{'prompt': 'Gist', 'context_columns': [{'data': review}]}) FROM reviews")  # fmt: skip
+    assert "model := 'fast', temperature := 0.1)" in rewrite_peers(sql, models=["default", "fast"])
+    assert len(c.sql(sql).fetchall()) == 3 and fast.calls == 3
+    c.close()
