@@ -11,7 +11,7 @@ peer's ``{`` is a brace, not a field).
 
 from __future__ import annotations
 
-from collections.abc import Collection, Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
 
 from sqlglot import exp
@@ -20,13 +20,25 @@ from duckdb_sem.errors import BindError
 from duckdb_sem.llm.template import parse_template
 
 __all__ = [
+    "Models",
     "PeerCall",
     "Prompt",
+    "Rewrite",
+    "decoding",
     "key_values",
+    "literal",
     "model_option",
     "peer_error",
     "string_of",
 ]
+
+#: the connection's model names (None: every peer model name means the default model)
+Models = Collection[str] | None
+
+
+def literal(text: str) -> str:
+    """``text`` as an SQL string literal."""
+    return exp.Literal.string(text).sql(dialect="duckdb")
 
 
 def peer_error(peer: str, wrong: str, usage: str, ours: str) -> BindError:
@@ -58,6 +70,10 @@ class PeerCall:
                 known = ", ".join(sorted(allowed)) or "none"
                 raise peer_error(self.peer, f"unknown named argument {key!r} (known: {known})",
                                  usage, ours)  # fmt: skip
+
+
+#: one peer call's rewrite: duckdb-sem SQL, or None when the arguments are already ours
+Rewrite = Callable[[PeerCall, Models], str | None]
 
 
 @dataclass(frozen=True, slots=True)
@@ -178,3 +194,16 @@ def model_option(name: str | None, models: Collection[str] | None) -> list[str]:
 
 def _escape(text: str) -> str:
     return text.replace("{", "{{").replace("}", "}}")
+
+
+def decoding(
+    call: PeerCall, params: dict[str, exp.Expression] | None, usage: str, ours: str
+) -> list[str]:
+    """``temperature :=`` / ``max_tokens :=`` from a peer's model parameters (others refused)."""
+    out = []
+    for key, value in (params or {}).items():
+        if key not in ("temperature", "max_tokens"):
+            raise peer_error(call.peer, f"model parameter {key!r} is not supported (temperature "
+                             "and max_tokens are)", usage, ours)  # fmt: skip
+        out.append(f"{key} := {value.sql(dialect='duckdb')}")
+    return out

@@ -64,6 +64,17 @@ def test_snowflake_ai_filter_with_concat_runs_on_the_udf_path(
     assert con.sql(sql).fetchall() == [(1,)]
 
 
+def test_snowflake_ai_filter_in_a_join_is_a_semantic_join(con: duckdb_sem.SemConnection) -> None:
+    # docs: SELECT * FROM reviews r JOIN products p ON AI_FILTER(PROMPT('Review {0} is about product {1}', r.review, p.name))
+    con.execute("CREATE TABLE topics AS SELECT * FROM (VALUES ('travel'), ('cooking')) t(name)")
+    sql = (
+        "SELECT r.id, p.name FROM reviews r JOIN topics p "
+        "ON AI_FILTER(PROMPT('Review {0} is about {1}', r.review, p.name)) ORDER BY 1, 2"
+    )
+    assert "SemJoin sem_join('Review {0} is about {1}', r.review, p.name)" in _explained(con, sql)
+    assert con.sql(sql).fetchall() == [(1, "cooking"), (1, "travel")]
+
+
 def test_snowflake_ai_classify_single_multi_and_described(con: duckdb_sem.SemConnection) -> None:
     # docs: SELECT AI_CLASSIFY('One day I will see the world', ['travel', 'cooking']);
     single = "SELECT id, AI_CLASSIFY(topic, ['travel', 'cooking']) AS c FROM reviews ORDER BY id"
