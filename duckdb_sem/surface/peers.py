@@ -65,9 +65,12 @@ def rewrite_peers(sql: str, *, models: Collection[str] | None = None) -> str:
         close = _closing(tokens, paren)
         if close is None:
             break  # unbalanced: DuckDB's parser says so
-        inner = rewrite_peers(sql[tokens[paren].end + 1 : tokens[close].start], models=models)
+        given = sql[tokens[paren].end + 1 : tokens[close].start]
+        inner = rewrite_peers(given, models=models)
         written = sql[tokens[i].start : tokens[close].end + 1]
         replaced = _rewrite(name, written, inner, models)
+        if replaced is None and inner != given:  # our arguments, with a peer call inside
+            replaced = sql[tokens[i].start : tokens[paren].end + 1] + inner + ")"
         if replaced is not None:
             out.append(sql[at : tokens[i].start])
             out.append(replaced)

@@ -256,6 +256,10 @@ def test_our_own_arguments_are_left_to_the_aliases() -> None:
         "SELECT 'AI_FILTER(PROMPT(x))', \"ai_filter\"(1), t.ai_classify(1) FROM t",
     ):
         assert rewrite_peers(sql) == sql
+    nested = "SELECT ai_filter('{0} is upbeat', AI_COMPLETE('m', PROMPT('Gist {0}', text))) FROM t"
+    assert rewrite_peers(nested) == (
+        "SELECT ai_filter('{0} is upbeat', sem_map('Gist {0}', text)) FROM t"
+    )
 
 
 @pytest.mark.parametrize(
