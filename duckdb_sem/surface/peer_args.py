@@ -64,6 +64,14 @@ class PeerCall:
             return self.args[position]
         return None
 
+    def check_shape(self, most: int, usage: str, ours: str, *, named: Collection[str] = ()) -> None:
+        """Refuse more than ``most`` positional arguments, or a named one not in ``named``: an
+        argument the rewrite would not read must not be dropped silently."""
+        if len(self.args) > most:
+            raise peer_error(self.peer, f"takes at most {most} argument(s), got {len(self.args)}",
+                             usage, ours)  # fmt: skip
+        self.check_named(named, usage, ours)
+
     def check_named(self, allowed: Collection[str], usage: str, ours: str) -> None:
         for key, _ in self.named:
             if key not in allowed:

@@ -54,6 +54,7 @@ def ai_filter(call: PeerCall, models: Models) -> str | None:
         raise peer_error(call.peer, "no input given", usage, ours)
     if _ours(first):
         return None
+    call.check_shape(1, usage, ours)
     return Prompt.of(first, call.peer, usage, ours).call("sem_filter")
 
 
@@ -63,6 +64,7 @@ def ai_complete(call: PeerCall, models: Models) -> str | None:
     ours = "sem_map('Gist of {text}', model := 'name')"
     if model is None or len(call.args) < 2 or not _model_like(model, call.args[1]):
         return None
+    call.check_shape(4, usage, ours)
     prompt = Prompt.of(call.args[1], call.peer, usage, ours)
     options = model_option(model, models)
     if len(call.args) > 2:
@@ -78,16 +80,18 @@ def ai_agg(call: PeerCall, models: Models) -> str | None:
     ours = "sem_agg('Summarize the complaints: {text}')"
     if first is None or _ours(first):
         return None
+    call.check_shape(2, usage, ours)
     instruction = string_of(call.get("instruction", 1))
-    if instruction is None or len(call.args) > 2:
+    if instruction is None:
         raise peer_error(call.peer, "the instruction must be one string literal", usage, ours)
     return Prompt.of(first, call.peer, usage, ours).prefixed(f"{instruction}: ").call("sem_agg")
 
 
 def ai_summarize_agg(call: PeerCall, models: Models) -> str | None:
     usage, ours = "AI_SUMMARIZE_AGG(column)", "sem_agg('Summarize: {text}')"
-    if len(call.args) != 1:
-        raise peer_error(call.peer, f"takes one column, got {len(call.args)}", usage, ours)
+    call.check_shape(1, usage, ours)
+    if not call.args:
+        raise peer_error(call.peer, "takes one column, got none", usage, ours)
     prompt = Prompt.of(call.args[0], call.peer, usage, ours)
     return prompt.prefixed("Summarize these texts: ").call("sem_agg")
 
@@ -97,6 +101,7 @@ def ai_sentiment(call: PeerCall, models: Models) -> str | None:
     if len(call.args) != 1:
         raise peer_error(call.peer, "aspect categories are not supported; give the text alone",
                          usage, ours)  # fmt: skip
+    call.check_shape(1, usage, ours)
     prompt = Prompt.of(call.args[0], call.peer, usage, ours).prefixed("The sentiment of: ")
     return prompt.call("sem_classify", "[" + ", ".join(map(literal, SENTIMENTS)) + "]")
 
@@ -104,6 +109,7 @@ def ai_sentiment(call: PeerCall, models: Models) -> str | None:
 def ai_classify(call: PeerCall, models: Models) -> str | None:
     """Snowflake's answer is an object ``{labels: [...]}``: a STRUCT(labels VARCHAR[]) here."""
     usage = "AI_CLASSIFY(text, ['a', 'b'] [, {'output_mode': 'multi'}])"
+    call.check_shape(3, usage, "sem_classify('{text} kind', ['a', 'b'])")
     config = key_values(call.get("config", 2)) or {}
     task = string_of(config.pop("task_description", None))
     mode = string_of(config.pop("output_mode", None)) or "single"
@@ -118,12 +124,13 @@ def ai_embed(call: PeerCall, models: Models) -> str | None:
     usage, ours = "AI_EMBED('model', text)", "sem_embed(text)"
     if len(call.args) != 2:  # the model name is not read: one embedding model per connection
         raise peer_error(call.peer, "takes a model name and the text", usage, ours)
+    call.check_shape(2, usage, ours)
     return f"sem_embed({call.args[1].sql(dialect='duckdb')})"
 
 
 # -- BigQuery ---------------------------------------------------------------------------------
 def _bq_prompt(call: PeerCall, models: Models, usage: str, ours: str) -> tuple[Prompt, list[str]]:
-    call.check_named(_BQ_OPTIONS | {"output_schema"}, usage, ours)
+    call.check_shape(1, usage, ours, named=_BQ_OPTIONS | {"output_schema"})
     node = call.get("prompt", 0)
     if node is None:
         raise peer_error(call.peer, "no prompt given", usage, ours)
@@ -168,8 +175,8 @@ def ai_generate(call: PeerCall, models: Models) -> str | None:
 
 def bq_classify(call: PeerCall, models: Models) -> str | None:
     usage = "AI.CLASSIFY(text, ['a', 'b'] [, output_mode => 'multi'])"
-    call.check_named({"input", "categories", "output_mode", *_BQ_OPTIONS}, usage,
-                     "sem_classify('{text} kind', ['a', 'b'])")  # fmt: skip
+    call.check_shape(2, usage, "sem_classify('{text} kind', ['a', 'b'])",
+                     named={"input", "categories", "output_mode", *_BQ_OPTIONS})  # fmt: skip
     mode = string_of(call.get("output_mode")) or "single"
     return classified(call, call.get("input", 0), call.get("categories", 1), None, mode, usage,
                        scalar=True)  # fmt: skip

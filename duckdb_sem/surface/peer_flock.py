@@ -38,6 +38,7 @@ def _flock(function: str, wrap: Callable[[Prompt, list[str]], str] | None = None
         model = key_values(call.get("model", 0))
         if model is None:
             return None  # duckdb-sem's arguments: a template first
+        call.check_shape(3, usage, ours)
         unknown = set(model) - _FLOCK_MODEL
         if unknown:
             raise peer_error(call.peer, f"unknown model key(s) {sorted(unknown)}", usage, ours)

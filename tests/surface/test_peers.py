@@ -289,6 +289,11 @@ def test_our_own_arguments_are_left_to_the_aliases() -> None:
             "SELECT AI_SENTIMENT(review, ['price']) FROM reviews",
             "aspect categories are not supported",
         ),
+        (
+            "SELECT id FROM reviews WHERE AI_FILTER(PROMPT('Q {0}', review), model := 'x')",
+            "unknown named argument 'model'",
+        ),
+        ("SELECT AI.IF(('Q ', review), 'extra') FROM reviews", "AI.IF: takes at most 1 argument"),
     ],
 )
 def test_wrong_peer_arguments_say_what_to_write(
