@@ -45,7 +45,11 @@ def _flock(function: str, wrap: Callable[[Prompt, list[str]], str] | None = None
         options = model_option(string_of(model.get("model_name", model.get("model"))), models)
         options += decoding(call, key_values(model.get("model_parameters")), usage, ours)
         prompt = _flock_prompt(call, usage, ours)
-        return wrap(prompt, options) if wrap else prompt.call(function, options=options)
+        if wrap is None:
+            return prompt.call(function, options=options)
+        if not prompt.args:  # a ranking or an embedding of nothing
+            raise peer_error(call.peer, "no context columns given", usage, ours)
+        return wrap(prompt, options)
 
     return rewrite
 

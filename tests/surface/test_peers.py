@@ -294,6 +294,10 @@ def test_our_own_arguments_are_left_to_the_aliases() -> None:
             "unknown named argument 'model'",
         ),
         ("SELECT AI.IF(('Q ', review), 'extra') FROM reviews", "AI.IF: takes at most 1 argument"),
+        (
+            "SELECT llm_first({'model_name': 'm'}, {'prompt': 'Best?'}) FROM reviews",
+            "llm_first: no context columns given",
+        ),
     ],
 )
 def test_wrong_peer_arguments_say_what_to_write(
