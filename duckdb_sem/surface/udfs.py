@@ -22,6 +22,8 @@ function                                    returns
 ``sem_classify(template, labels, cols...)``  VARCHAR: the best of ``labels`` (a list of
                                             strings, at least two distinct), scored
 ``sem_agg(template, cols...)``              VARCHAR (aggregate)
+``sem_embed(text)``                         FLOAT[n]: the embedding model's unit vector
+``ai_similarity(a, b)``                     DOUBLE: the cosine of two ``sem_embed``
 ==========================================  =======================================
 """
 
