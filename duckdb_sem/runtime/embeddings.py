@@ -23,6 +23,7 @@ import numpy as np
 
 from duckdb_sem.backends.base import Backend
 from duckdb_sem.backends.embedder import embed_request
+from duckdb_sem.backends.registry import parse_spec
 from duckdb_sem.config import Settings
 from duckdb_sem.errors import ConfigError
 from duckdb_sem.runtime.context import QueryContext
@@ -31,6 +32,9 @@ from duckdb_sem.scheduler.seu import SchedulerClient
 from duckdb_sem.scheduler.shared import scheduler_for
 
 __all__ = ["Embeddings"]
+
+#: the bundled all-MiniLM-L6-v2's vector length (``minilm:``)
+_BUNDLED_DIMENSIONS = 384
 
 
 class Embeddings:
@@ -111,6 +115,23 @@ class Embeddings:
     def dimensions(self) -> int:
         backend = _backend(self.client)
         return int(getattr(backend, "dimensions", 384))
+
+    def declared_dimensions(self) -> int | None:
+        """The vector length known without building the model, so ``sem_embed`` can be
+        declared ``FLOAT[n]`` at ``connect()`` without loading it: the bundled MiniLM's 384,
+        ``sim-embed:?dims=N``'s N, a model already built; None when only the model can tell
+        (another MiniLM folder, a server)."""
+        if self._backend is not None or self._client is not None:
+            return self.dimensions()
+        try:
+            spec = parse_spec(self.spec)
+        except ConfigError:
+            return None  # a bad spec is reported when the model is first needed, as before
+        if spec.kind == "minilm" and not spec.target:
+            return _BUNDLED_DIMENSIONS
+        if spec.kind == "sim-embed":
+            return max(2, spec.int_option("dims", _BUNDLED_DIMENSIONS))
+        return None
 
     def close(self) -> None:
         """Release this object's share of the embedding scheduler (if it opened one)."""

@@ -137,7 +137,7 @@ class SemConnection:
         statement is not parsed again."""
         self.discard_results()
         written = query
-        query = normalize_aliases(query)
+        query = normalize_aliases(query, models=self.models.names())
         explained = self._maybe_explain(query)
         if explained is not None:
             return SemRelation(self._con.sql("SELECT unnest($1) AS plan", params=[explained]), self)
@@ -168,7 +168,7 @@ class SemConnection:
         """Like ``DuckDBPyConnection.execute``: the statement runs, its result waits for
         ``fetch*`` (a result not read to its end is discarded by the next statement)."""
         self.discard_results()
-        query = normalize_aliases(query)
+        query = normalize_aliases(query, models=self.models.names())
         explained = self._maybe_explain(query)
         if explained is not None:
             self._con.execute("SELECT unnest($1) AS plan", [explained])
@@ -372,7 +372,12 @@ class SemConnection:
 
     def explain_semantic(self, query: str, *, analyze: bool = False, verbose: bool = False) -> str:
         """``EXPLAIN [ANALYZE] SEMANTIC query`` as text (see :mod:`duckdb_sem.session.explain`)."""
-        return explain_semantic(self, normalize_aliases(query), analyze=analyze, verbose=verbose)
+        return explain_semantic(
+            self,
+            normalize_aliases(query, models=self.models.names()),
+            analyze=analyze,
+            verbose=verbose,
+        )
 
     def interrupt(self) -> None:
         """Cancel the running query: its queued LLM work is dropped, DuckDB is interrupted."""

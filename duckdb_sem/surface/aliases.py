@@ -3,7 +3,8 @@
 Users coming from Snowflake Cortex (``AI_FILTER``, ``AI_COMPLETE``, ``AI_AGG``), Flock
 (``llm_filter``, ``llm_complete``, ``llm_reduce``) or BigQuery (``AI.IF``, ``AI.GENERATE``,
 written ``ai_if`` and ``ai_generate`` here) can call the functions by the name they know, with
-duckdb-sem's arguments (a ``{column}`` template first; see docs/migrating.md). An alias costs
+duckdb-sem's arguments (a ``{column}`` template first; see docs/migrating.md); calls with the
+peer's own arguments are rewritten first by :mod:`.peers`. An alias costs
 nothing: it is the same function, so it plans, caches and schedules exactly as the name it
 stands for.
 
@@ -22,10 +23,13 @@ from __future__ import annotations
 
 import itertools
 import re
+from collections.abc import Collection
 
 import sqlglot
 from sqlglot.errors import TokenError
 from sqlglot.tokenizer_core import TokenType
+
+from duckdb_sem.surface.peers import rewrite_peers
 
 __all__ = ["ALIASES", "normalize_aliases"]
 
@@ -44,8 +48,10 @@ ALIASES: dict[str, str] = {
 _QUICK = re.compile(r"\b(?:" + "|".join(ALIASES) + r")\s*\(", re.IGNORECASE)
 
 
-def normalize_aliases(sql: str) -> str:
-    """``sql`` with every aliased call renamed to duckdb-sem's function (else unchanged)."""
+def normalize_aliases(sql: str, *, models: Collection[str] | None = None) -> str:
+    """``sql`` with every peer-shaped call rewritten (:func:`~.peers.rewrite_peers`, which
+    reads ``models``) and every aliased call renamed to duckdb-sem's function."""
+    sql = rewrite_peers(sql, models=models)
     if _QUICK.search(sql) is None:
         return sql
     try:

@@ -22,6 +22,8 @@ function                                    returns
 ``sem_classify(template, labels, cols...)``  VARCHAR: the best of ``labels`` (a list of
                                             strings, at least two distinct), scored
 ``sem_agg(template, cols...)``              VARCHAR (aggregate)
+``sem_embed(text)``                         FLOAT[n]: the embedding model's unit vector
+``ai_similarity(a, b)``                     DOUBLE: the cosine of two ``sem_embed``
 ==========================================  =======================================
 """
 
@@ -39,7 +41,7 @@ import duckdb.func
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from duckdb_sem.errors import BindError, SemError
+from duckdb_sem.errors import BindError, ConfigError, SemError
 from duckdb_sem.llm.call_options import CallOptions, choices_option
 from duckdb_sem.llm.outputs import TypeSpec, parse_type
 from duckdb_sem.llm.prompts import check_labels
@@ -48,8 +50,9 @@ from duckdb_sem.runtime.context import QueryContext
 from duckdb_sem.runtime.operators import SemEngine
 from duckdb_sem.surface.aliases import ALIASES
 from duckdb_sem.surface.bind import typed_map_function
+from duckdb_sem.surface.peers import rewrite_peers
 
-__all__ = ["MAX_COLUMNS", "PLAIN_TYPED_MAPS", "SemSession"]
+__all__ = ["MAX_COLUMNS", "PEER_MACROS", "PLAIN_TYPED_MAPS", "SemSession"]
 
 #: explicit-form overloads are registered for up to this many column arguments
 MAX_COLUMNS = 8
@@ -60,6 +63,9 @@ PLAIN_TYPED_MAPS = {
     "boolean": "BOOLEAN",
     "list": "VARCHAR[]",
 }
+#: peer functions whose arguments fit a plain macro, so ``install(con)`` has them too (each
+#: body is what :func:`rewrite_peers` makes of the call)
+PEER_MACROS = (("ai_sentiment", "t"), ("ai_summarize_agg", "t"), ("ai_embed", "m, t"))
 #: the named arguments every macro takes, with their defaults, and the UDF's argument types
 _OPTION_PARAMS = (
     "model := NULL, temperature := NULL, max_tokens := NULL, choices := NULL, per_row := NULL, "
@@ -154,6 +160,10 @@ class SemSession:
             self.ensure_typed_map(spec)
             udf = f"system.main.{_typed_udf(spec)}{self._suffix}"
             self._macro(f"sem_map_{short}", udf, "[{}]")
+        self._embedding_functions()
+        for name, params in PEER_MACROS:
+            self._define(name, f"CREATE OR REPLACE {self._temp}MACRO {name}({params}) "
+                               f"AS {rewrite_peers(f'{name}({params})')}")  # fmt: skip
 
     def uninstall(self) -> None:
         """Drop this session's UDFs from the database (other connections may stay open).
@@ -271,6 +281,47 @@ class SemSession:
         except SemError as err:
             self.last_error = err
             raise
+
+    def _embedding_functions(self) -> None:
+        """``sem_embed(text)``: the embedding model's unit vector, ``FLOAT[n]`` when ``n`` is
+        known without loading the model (so ``array_cosine_similarity`` and vss take it), else
+        ``FLOAT[]``; NULL for NULL. ``ai_similarity(a, b)`` is the cosine of two of them."""
+        embeddings = self.engine.embeddings
+        if embeddings is None:
+            return
+        dims = embeddings.declared_dimensions()
+        vector = f"FLOAT[{dims}]" if dims else "FLOAT[]"
+        udf = self._register("__semudf_embed", lambda: self._embed_udf(dims), ["VARCHAR"], vector)
+        if udf is None:
+            return
+        cosine = "array_cosine_similarity" if dims else "list_cosine_similarity"
+        self._define("sem_embed", f"CREATE OR REPLACE {self._temp}MACRO sem_embed(t) AS {udf}(t)")
+        self._define("ai_similarity", f"CREATE OR REPLACE {self._temp}MACRO ai_similarity(a, b) "
+                                      f"AS {cosine}(sem_embed(a), sem_embed(b))")  # fmt: skip
+
+    def _embed_udf(self, dims: int | None) -> Callable[..., pa.Array]:
+        def udf(texts: pa.Array) -> pa.Array:
+            return self._remembered(lambda: self._embed(_combined(texts), dims))
+
+        return udf
+
+    def _embed(self, texts: pa.Array, dims: int | None) -> pa.Array:
+        embeddings = self.engine.embeddings
+        assert embeddings is not None  # registered only with an embedding model
+        values = texts.cast(pa.string()).to_pylist()
+        vectors = embeddings.embed(values, query=self.query)
+        width = vectors.shape[1] if vectors.ndim == 2 else 0
+        if dims is not None and width != dims:
+            raise ConfigError(
+                f"sem_embed: the embedding model {embeddings.spec!r} gives {width} numbers, not "
+                f"the {dims} declared; set DUCKDB_SEM_EMBED_BACKEND to the model it was built for"
+            )
+        flat = pa.array(vectors.reshape(-1), type=pa.float32())
+        mask = pa.array([v is None for v in values], type=pa.bool_())
+        if dims is not None:
+            return pa.FixedSizeListArray.from_arrays(flat, dims, mask=mask)
+        offsets = pa.array([i * width for i in range(len(values) + 1)], type=pa.int32())
+        return pa.ListArray.from_arrays(offsets, flat, mask=mask)
 
     def _classify_udf(self) -> str | None:
         """Register ``sem_classify``'s UDF (template, labels, values) -> VARCHAR; its full name,
