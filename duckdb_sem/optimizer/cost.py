@@ -96,7 +96,9 @@ class Estimate:
 
 def scan_key(alias: str) -> str:
     """The ``table_rows`` key for one scan by its alias, which wins over its table's name:
-    the SEU loop sets its batch's rows for the driving scan alone, also in a self-join."""
+    the rows the scan gives *after* its pushed-down predicates (counted before the query by
+    :mod:`.cardinality`; the SEU loop sets its batch's rows for the driving scan alone, also
+    in a self-join)."""
     return "@" + alias
 
 
@@ -214,10 +216,12 @@ class CostModel:
         d = self.defaults
         rel = d.relational_row_cost
         if isinstance(node, Scan):
-            base = self.table_rows.get(
-                scan_key(node.alias), self.table_rows.get(node.table, d.table_rows)
-            )
-            rows = base * d.relational_selectivity ** len(node.filters)
+            own = self.table_rows.get(scan_key(node.alias))
+            if own is not None:  # the scan's output, its predicates applied (a count, a batch)
+                rows, base = own, max(own, self.table_rows.get(node.table, own))
+            else:
+                base = self.table_rows.get(node.table, d.table_rows)
+                rows = base * d.relational_selectivity ** len(node.filters)
             out[path] = Estimate(rows, cost=rel * base)
             return rows, base
         if isinstance(node, Join | SemJoin):
