@@ -10,7 +10,10 @@ The cost model's ``table_rows`` are filled here, for every scan of a plan:
 - *the rows its pushed-down predicates leave* (key: ``scan_key(alias)``, which the cost model
   takes as the scan's output): counted with the source's rows in the same query up to
   :data:`EXACT_ROWS`; beyond, the predicates' selectivity on a repeatable reservoir sample of
-  :data:`SAMPLE_ROWS` rows, times the source's rows.
+  :data:`SAMPLE_ROWS` rows, times the source's rows;
+- *the groups of a GROUP BY* whose keys read one scan (key: ``groups_key(keys)``): the distinct
+  keys among that scan's rows (``count(DISTINCT ...)``, or ``approx_count_distinct`` past
+  :data:`EXACT_ROWS`), which the cost model scales to the rows that reach the aggregate.
 
 A source DuckDB cannot describe (a failing EXPLAIN) keeps the cost model's default.
 
@@ -26,8 +29,9 @@ from typing import Any
 
 import duckdb
 
-from duckdb_sem.optimizer.cost import scan_key
+from duckdb_sem.optimizer.cost import groups_key, scan_key
 from duckdb_sem.plan.nodes import Node, Scan, quote
+from duckdb_sem.plan.setwise import Aggregate
 
 __all__ = ["EXACT_ROWS", "SAMPLE_ROWS", "duckdb_estimate", "table_rows"]
 
@@ -60,7 +64,44 @@ def table_rows(con: Any, plan: Node) -> dict[str, float]:
         out[node.table] = base
         if node.filters:
             out[scan_key(node.alias)] = kept
+    out.update(_groups(con, plan, out))
     return out
+
+
+def _groups(con: Any, plan: Node, rows: dict[str, float]) -> dict[str, float]:
+    """For each GROUP BY whose keys read one scan: the distinct keys among the scan's rows
+    (counted up to :data:`EXACT_ROWS`, else ``approx_count_distinct``) and those rows."""
+    scans = [n for n in plan.walk() if isinstance(n, Scan)]
+    out: dict[str, float] = {}
+    for node in plan.walk():
+        if not isinstance(node, Aggregate) or not node.keys or not node.key_reads:
+            continue
+        owner = next((s for s in scans if node.key_reads <= s.produces), None)
+        if owner is None:
+            continue
+        scanned = rows.get(scan_key(owner.alias), rows.get(owner.table))
+        if scanned is None:
+            continue
+        keys = ", ".join(node.key_sql)
+        count = "approx_count_distinct" if scanned > EXACT_ROWS else "count"
+        distinct = f"{count}(DISTINCT ({keys}))" if count == "count" else f"{count}(({keys}))"
+        try:
+            ((found,),) = con.sql(f"SELECT {distinct} FROM ({_source(owner)})").fetchall()
+        except duckdb.Error:
+            continue
+        out[groups_key(node.key_sql)] = float(found or 0)
+        out[groups_key(node.key_sql) + "@rows"] = scanned
+    return out
+
+
+def _source(scan: Scan) -> str:
+    """The scan's attributes (``alias.col``) with its predicates applied."""
+    cols = ", ".join(f"{quote(scan.alias)}.{quote(c)} AS {quote(scan.alias + '.' + c)}"
+                     for c in scan.columns)  # fmt: skip
+    sql = f"SELECT {cols} FROM {scan.table} AS {quote(scan.alias)}"
+    if scan.filters:
+        sql = f"SELECT * FROM ({sql}) WHERE " + " AND ".join(f"({f.sql})" for f in scan.filters)
+    return sql
 
 
 def duckdb_estimate(con: Any, table: str) -> float | None:

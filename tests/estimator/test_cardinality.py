@@ -81,3 +81,30 @@ def test_a_large_source_samples_its_predicates() -> None:
 def test_a_source_duckdb_cannot_describe_keeps_the_default() -> None:
     con = duckdb.connect()
     assert duckdb_estimate(con, "no_such_table") is None
+
+
+def test_group_by_groups_are_the_distinct_keys_counted(tmp_path: Path) -> None:
+    path = tmp_path / "g.csv"
+    path.write_text("k,text\n" + "".join(f"{i % 7},row {i}\n" for i in range(70)))
+    text = _explain(f"SELECT k, sem_agg('Sum up {{text}}') AS s FROM '{path}' GROUP BY k")
+    assert _calls(text) == 7  # seven groups, one summary each (the default said 70 / 10)
+    text = _explain(
+        f"SELECT k, sem_agg('Sum up {{text}}') AS s FROM '{path}' WHERE k < 3 GROUP BY k"
+    )
+    assert _calls(text) == 3
+
+
+def test_groups_after_a_filter_are_the_share_of_groups_its_rows_meet() -> None:
+    from duckdb_sem.optimizer.cost import CostModel
+
+    con = duckdb.connect()
+    con.execute("CREATE TABLE t AS SELECT i AS id, i % 100 AS g, 'x' AS v FROM range(1000) r(i)")
+    sql = "SELECT g, sem_agg('{v}') AS s FROM t WHERE sem_filter('{v} ok') GROUP BY g"
+    plan = build_plan(sql, lambda table: con.sql(f"SELECT * FROM {table} LIMIT 0").columns)
+    rows = table_rows(con, plan)
+    key = next(k for k in rows if k.startswith("#") and not k.endswith("@rows"))
+    assert rows[key] == 100 and rows[key + "@rows"] == 1000
+    model = CostModel(table_rows=rows)
+    agg_calls = sum(e.calls for e in model.estimate(plan).values()) - 1000  # minus the filter's
+    # half the rows (the default selectivity) meet almost every group of ten rows
+    assert agg_calls == pytest.approx(100 * (1 - 0.5**10), rel=1e-6)
