@@ -7,7 +7,7 @@ The cost model's ``table_rows`` are filled here, for every scan of a plan:
   (a table's row count, a Parquet file's metadata, a CSV's size over its sampled lines). When
   that says at most :data:`EXACT_ROWS`, the rows are counted instead (a fraction of a second
   at that size, and the run counts them anyway before its first SEU);
-- *the rows its pushed-down predicates leave* (key: ``scan_key(alias)``, which the cost model
+- *the rows its pushed-down predicates leave* (key: ``kept_key(alias)``, which the cost model
   takes as the scan's output): counted with the source's rows in the same query up to
   :data:`EXACT_ROWS`; beyond, the predicates' selectivity on a repeatable reservoir sample of
   :data:`SAMPLE_ROWS` rows, times the source's rows;
@@ -19,7 +19,7 @@ A source DuckDB cannot describe (a failing EXPLAIN) keeps the cost model's defau
 
 Example:
     ``FROM 'reviews.csv' WHERE id <= 4`` over a 20-row file gives
-    ``{"'reviews.csv'": 20.0, "@reviews": 4.0}`` (the default was 1,000 and 333).
+    ``{"'reviews.csv'": 20.0, "=reviews": 4.0}`` (the default was 1,000 and 333).
 """
 
 from __future__ import annotations
@@ -29,7 +29,7 @@ from typing import Any
 
 import duckdb
 
-from duckdb_sem.optimizer.cost import groups_key, scan_key
+from duckdb_sem.optimizer.cost import groups_key, kept_key
 from duckdb_sem.plan.nodes import Node, Scan, quote
 from duckdb_sem.plan.setwise import Aggregate
 
@@ -63,7 +63,7 @@ def table_rows(con: Any, plan: Node) -> dict[str, float]:
             base = estimate
         out[node.table] = base
         if node.filters:
-            out[scan_key(node.alias)] = kept
+            out[kept_key(node.alias)] = kept
     out.update(_groups(con, plan, out))
     return out
 
@@ -79,7 +79,7 @@ def _groups(con: Any, plan: Node, rows: dict[str, float]) -> dict[str, float]:
         owner = next((s for s in scans if node.key_reads <= s.produces), None)
         if owner is None:
             continue
-        scanned = rows.get(scan_key(owner.alias), rows.get(owner.table))
+        scanned = rows.get(kept_key(owner.alias), rows.get(owner.table))
         if scanned is None:
             continue
         keys = ", ".join(node.key_sql)

@@ -46,6 +46,7 @@ __all__ = [
     "Path",
     "Statistics",
     "groups_key",
+    "kept_key",
     "operator_signature",
     "scan_key",
 ]
@@ -97,10 +98,16 @@ class Estimate:
 
 def scan_key(alias: str) -> str:
     """The ``table_rows`` key for one scan by its alias, which wins over its table's name:
-    the rows the scan gives *after* its pushed-down predicates (counted before the query by
-    :mod:`.cardinality`; the SEU loop sets its batch's rows for the driving scan alone, also
-    in a self-join)."""
+    the SEU loop sets its batch's rows for the driving scan alone, also in a self-join (rows
+    its predicates have passed already)."""
     return "@" + alias
+
+
+def kept_key(alias: str) -> str:
+    """The ``table_rows`` key of the rows a scan's pushed-down predicates leave of its table
+    (counted or sampled before the query by :mod:`.cardinality`); without it each predicate
+    keeps ``relational_selectivity`` of the rows."""
+    return "=" + alias
 
 
 def groups_key(key_sql: tuple[str, ...]) -> str:
@@ -212,7 +219,7 @@ class CostModel:
                                    e.completion_tokens * share, e.cost * share)  # fmt: skip
 
     def _rows_by_table(self) -> dict[str, float]:
-        return {k: v for k, v in self.table_rows.items() if not k.startswith(("@", "#"))}
+        return {k: v for k, v in self.table_rows.items() if not k.startswith(("@", "=", "#"))}
 
     def cost(self, plan: Node) -> float:
         return sum(e.cost for e in self.estimate(plan).values())
@@ -224,11 +231,14 @@ class CostModel:
         rel = d.relational_row_cost
         if isinstance(node, Scan):
             own = self.table_rows.get(scan_key(node.alias))
-            if own is not None:  # the scan's output, its predicates applied (a count, a batch)
-                rows, base = own, max(own, self.table_rows.get(node.table, own))
+            if own is not None:  # a batch of the driving scan: its predicates applied
+                rows = base = own
             else:
                 base = self.table_rows.get(node.table, d.table_rows)
-                rows = base * d.relational_selectivity ** len(node.filters)
+                kept = self.table_rows.get(kept_key(node.alias))  # counted before the query
+                rows = (
+                    base * d.relational_selectivity ** len(node.filters) if kept is None else kept
+                )
             out[path] = Estimate(rows, cost=rel * base)
             return rows, base
         if isinstance(node, Join | SemJoin):

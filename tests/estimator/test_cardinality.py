@@ -11,7 +11,7 @@ import pytest
 
 import duckdb_sem
 from duckdb_sem.optimizer.cardinality import EXACT_ROWS, duckdb_estimate, table_rows
-from duckdb_sem.optimizer.cost import scan_key
+from duckdb_sem.optimizer.cost import kept_key
 from duckdb_sem.plan.build import build_plan
 
 
@@ -75,7 +75,7 @@ def test_a_large_source_samples_its_predicates() -> None:
     found = table_rows(con, plan)
     assert found["big"] == duckdb_estimate(con, "big") == rows  # a table's count is exact
     # a tenth of the rows, measured on a 10,000-row sample: within a few percent
-    assert found[scan_key("big")] == pytest.approx(rows / 10, rel=0.1)
+    assert found[kept_key("big")] == pytest.approx(rows / 10, rel=0.1)
 
 
 def test_a_source_duckdb_cannot_describe_keeps_the_default() -> None:
