@@ -297,7 +297,8 @@ class CostModel:
         if distinct is None or not scanned:
             return max(1.0, rows_in * self.defaults.group_fraction)
         share = min(1.0, rows_in / scanned)
-        return max(1.0, distinct * (1.0 - (1.0 - share) ** (scanned / max(distinct, 1.0))))
+        missed = math.pow(1.0 - share, scanned / max(distinct, 1.0))  # a group none of them hit
+        return max(1.0, distinct * (1.0 - missed))
 
     def _llm(self, call: SemCall, calls: float, rows: float) -> Estimate:
         s = self.call_stats(call)

@@ -16,6 +16,7 @@ batch_size=64)`` asks 200 requests as SEUs of 64, 64, 64 and 8, each checked aga
 from __future__ import annotations
 
 import logging
+import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
@@ -106,9 +107,12 @@ def _watch(future: object, query: QueryContext, label: str, start: int, total: i
     if not isinstance(future, SEUFuture):
         return
     emitted = [0]
+    lock = threading.Lock()  # two replicas may answer fused requests of one SEU at once
 
     def answered(n: int) -> None:
-        if n > emitted[0]:
+        with lock:
+            if n <= emitted[0]:
+                return
             emitted[0] = n
             query.emit(Progress(query.query_id, label, start + n, total, 0))
 
