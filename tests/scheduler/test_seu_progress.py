@@ -3,9 +3,12 @@ query is shown as done, then forgotten."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
+from duckdb_sem.backends.base import Capacity
 from duckdb_sem.backends.rules import RuleBackend
 from duckdb_sem.llm.prompts import build_request
-from duckdb_sem.llm.request import Completion, OperatorKind
+from duckdb_sem.llm.request import Completion, LLMRequest, OperatorKind
 from duckdb_sem.scheduler.core import Scheduler
 from duckdb_sem.scheduler.executor import ManualExecutor
 from duckdb_sem.scheduler.queries import DONE_SHOWN_S
@@ -85,3 +88,27 @@ def test_a_query_that_submits_again_is_live_again() -> None:
     (state,) = scheduler.status()["queries"]  # type: ignore[misc]
     assert state["state"] == "running"
     scheduler.close()
+
+
+class _OneByOne(RuleBackend):
+    """A rule backend that, like llama.cpp, answers its requests one after another."""
+
+    def __init__(self) -> None:
+        super().__init__(yes_if=["good"])
+        self.sizes: list[int] = []
+
+    def capacity(self) -> Capacity:
+        return Capacity(max_batch=16, max_concurrent_batches=1, one_by_one=True)
+
+    def complete(self, requests: Sequence[LLMRequest]) -> list[Completion]:
+        self.sizes.append(len(requests))
+        return super().complete(requests)
+
+
+def test_a_one_by_one_backend_gets_one_request_per_call() -> None:
+    backend = _OneByOne()
+    scheduler = Scheduler([backend])
+    result = scheduler.submit(_seu(5)).result(timeout=30)
+    scheduler.close()
+    assert len(result.completions) == 5
+    assert backend.sizes == [1, 1, 1, 1, 1]  # each answer reaches its waiters as it is made
