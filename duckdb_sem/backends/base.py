@@ -42,6 +42,9 @@ class Capacity:
     max_batch: int  # requests in one ``complete`` call
     max_concurrent_batches: int = 1  # ``complete`` calls that may run at the same time
     max_tokens_in_flight: int | None = None  # token budget across running batches, if any
+    # answers its requests one after another (llama.cpp): the executor then hands it one
+    # request per call, so each answer reaches its waiters (progress, top) as it is made
+    one_by_one: bool = False
 
 
 @dataclass(frozen=True, slots=True)

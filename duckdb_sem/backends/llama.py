@@ -148,7 +148,7 @@ class LlamaBackend(Backend):
         self._rates = RateMeter()  # EXPLAIN SEMANTIC's time: this model's measured speed
 
     def capacity(self) -> Capacity:
-        return Capacity(max_batch=16, max_concurrent_batches=1)
+        return Capacity(max_batch=16, max_concurrent_batches=1, one_by_one=True)
 
     def throughput(self) -> Throughput:
         """Rates measured on the requests answered so far, else the documented reference."""

@@ -111,7 +111,7 @@ class DefaultLlamaBackend(Backend):
             return self._loaded[name]
 
     def capacity(self) -> Capacity:
-        return Capacity(max_batch=16, max_concurrent_batches=1)
+        return Capacity(max_batch=16, max_concurrent_batches=1, one_by_one=True)
 
     def count_tokens(self, text: str) -> int:
         return self.model_for("generate").count_tokens(text)

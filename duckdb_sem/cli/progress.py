@@ -6,7 +6,9 @@ file, CI, a pipe) it is a plain-text line every ``every`` seconds, and nothing f
 that finishes sooner. The share done is the SEU loop's (``con.query_progress()``: rows of the
 driving table processed, reported at every SEU boundary) for a planned query, otherwise
 DuckDB's own estimate; beside it, the LLM requests asked, run by the backend and answered from
-the cache, and a planned query's estimated remaining work. Ctrl-C becomes
+the cache, and a planned query's estimated remaining work. Within an SEU (a 20-row query is
+one) the rows and requests move after every backend batch: :class:`LiveProgress` listens to the
+``Progress`` events the runtime emits then (``con.on_progress``). Ctrl-C becomes
 :meth:`SemConnection.interrupt`, which drops the query's queued LLM work.
 """
 
@@ -21,9 +23,10 @@ from rich.console import Console
 
 from duckdb_sem.errors import QueryCancelledError
 from duckdb_sem.optimizer.cost import DEFAULTS
+from duckdb_sem.runtime.context import Progress
 from duckdb_sem.session.connection import SemConnection
 
-__all__ = ["PlanShare", "progress_line", "run_with_progress"]
+__all__ = ["LiveProgress", "PlanShare", "progress_line", "run_with_progress"]
 
 
 def run_with_progress(
@@ -46,6 +49,8 @@ def run_with_progress(
 
     worker = threading.Thread(target=work, name="duckdb-sem-query", daemon=True)
     share = PlanShare()
+    live = LiveProgress(con.on_progress)
+    con.on_progress = live
     started = clock()
     worker.start()
     try:
@@ -55,12 +60,13 @@ def run_with_progress(
             with console.status("starting", spinner="dots") as status:
                 while worker.is_alive():
                     worker.join(timeout=0.2)
-                    status.update(progress_line(con, width=max(20, console.width - 3), share=share))
+                    width = max(20, console.width - 3)
+                    status.update(progress_line(con, width=width, share=share, live=live))
         else:
             while worker.is_alive():
                 worker.join(timeout=every)
                 if worker.is_alive():
-                    line = progress_line(con, elapsed=clock() - started, share=share)
+                    line = progress_line(con, elapsed=clock() - started, share=share, live=live)
                     console.file.write(f"duckdb-sem: {line}\n")
                     console.file.flush()
     except KeyboardInterrupt:
@@ -69,9 +75,55 @@ def run_with_progress(
         raise QueryCancelledError(
             "query cancelled by Ctrl-C; finished LLM calls stay cached"
         ) from None
+    finally:
+        con.on_progress = live.chained
     if "error" in outcome:
         raise outcome["error"]
     return outcome["table"]
+
+
+class LiveProgress:
+    """What the running query answered inside its SEU in flight, from the ``Progress`` events
+    the runtime emits after every backend batch (install it as ``con.on_progress``;
+    ``chained``, the listener that was there, still gets every event).
+
+    Per operator call the events count its requests answered out of those it asked; the
+    largest share seen in the current SEU counts that share of the SEU's driving rows as done,
+    and the answers not yet in ``con.stats()`` (which counts an SEU when it ends) are added to
+    the calls shown.
+    """
+
+    def __init__(self, chained: Callable[[Progress], None] | None = None) -> None:
+        self.chained = chained
+        self.events = 0
+        self._lock = threading.Lock()
+        self._answered = 0  # answers of the operator call in flight, not yet in con.stats()
+        self._share = 0.0  # the largest share of an operator call answered in this SEU
+        self._batches = -1  # the SEU boundary the share belongs to
+
+    def __call__(self, event: Progress) -> None:
+        with self._lock:
+            self.events += 1
+            self._answered = event.rows_done if event.rows_done < event.rows_total else 0
+            if event.rows_total:
+                self._share = max(self._share, event.rows_done / event.rows_total)
+        if self.chained is not None:
+            self.chained(event)
+
+    def answered(self) -> int:
+        """Requests answered in the operator call in flight (not yet in ``con.stats()``)."""
+        with self._lock:
+            return self._answered
+
+    def rows(self, progress: Any) -> float:
+        """Driving rows done: ``progress.rows_done`` (SEU boundaries) plus the share of the SEU
+        in flight answered so far."""
+        with self._lock:
+            if progress.batches_done != self._batches:  # a new SEU: its share starts at 0
+                self._batches = progress.batches_done
+                self._share = 0.0
+            share = self._share
+        return float(progress.rows_done) + share * float(progress.rows_in_flight)
 
 
 class PlanShare:
@@ -89,8 +141,9 @@ class PlanShare:
         self._batches = -1
         self._total = 0.0
 
-    def update(self, progress: Any, work: float) -> tuple[float, float]:
-        """The share done and the estimated work left (token-equivalents)."""
+    def update(self, progress: Any, work: float, rows: float | None = None) -> tuple[float, float]:
+        """The share done and the estimated work left (token-equivalents); ``rows``: the
+        driving rows done within the SEU in flight too (:meth:`LiveProgress.rows`)."""
         if progress.batches_done != self._batches:
             self._batches = progress.batches_done
             self._total = work + float(progress.estimated_remaining_cost)
@@ -98,7 +151,10 @@ class PlanShare:
         if progress.finished:
             return 1.0, 0.0
         share = work / self._total if self._total > 0 else float(progress.fraction)
-        return min(max(share, float(progress.fraction)), 0.99), left
+        by_rows = float(progress.fraction)
+        if rows is not None and progress.rows_total:
+            by_rows = rows / progress.rows_total
+        return min(max(share, by_rows), 0.99), left
 
 
 def _work(stats: Any) -> float:
@@ -115,20 +171,26 @@ def progress_line(
     elapsed: float | None = None,
     width: int = 0,
     share: PlanShare | None = None,
+    live: LiveProgress | None = None,
 ) -> str:
-    """One line of progress (cut to ``width`` characters when given)."""
+    """One line of progress (cut to ``width`` characters when given); ``live``: the events of
+    the SEU in flight, so rows and calls move after every backend batch."""
     stats = con.stats()
     parts = [] if elapsed is None else [f"{elapsed:,.0f} s"]
     planned = _plan_progress(con)
     if planned is not None:
         p = planned
-        done, left = (share or PlanShare()).update(p, _work(stats))
-        rows = f"{_short(p.rows_done)}/{_short(p.rows_total)}"
+        rows_done = live.rows(p) if live is not None else float(p.rows_done)
+        done, left = (share or PlanShare()).update(p, _work(stats), rows_done)
+        if p.finished:
+            rows_done = float(p.rows_done)
+        rows = f"{_short(int(rows_done))}/{_short(p.rows_total)}"
         parts.append(f"{done * 100:3.0f}% (rows {rows})")
     else:
         parts.append(_duckdb_share(con))
+    answering = live.answered() if live is not None else 0
     parts.append(
-        f"LLM {stats.llm_calls:,} asked ({stats.physical_calls:,} run, "
+        f"LLM {stats.llm_calls + answering:,} asked ({stats.physical_calls:,} run, "
         f"{stats.cache_hits:,} cached, {stats.fused + stats.deduplicated:,} shared)"
     )
     if planned is not None:

@@ -1,5 +1,8 @@
 """``duckdb-sem top``: the scheduler sidecar's queries, queue and replicas, live.
 
+A query's ``run/fus/hit`` move after every backend batch; a finished query shows ``done`` with
+nothing left for a few seconds (``scheduler.queries.DONE_SHOWN_S``), then is gone.
+
 Example::
 
     duckdb-sem top --url http://127.0.0.1:7300
@@ -74,13 +77,16 @@ def render(status: dict[str, Any], *, width: int = 80) -> Group:
     for name, justify, min_width, max_width in columns:
         queries.add_column(name, justify=justify, no_wrap=True, overflow="ellipsis",  # type: ignore[arg-type]
                            min_width=min_width, max_width=max_width)  # fmt: skip
-    live = sorted(status["queries"], key=lambda q: (q["state"] == "idle", q["remaining_cost"]))
+    # running and queued first, then idle (between two SEUs), then done (gone a few s later)
+    order = {"idle": 1, "done": 2}
+    live = sorted(status["queries"], key=lambda q: (order.get(q["state"], 0), q["remaining_cost"]))
     for q in live:
         u = q["usage"]
         cells = [q["query_id"]]
         if wide:
             cells.append(q["connection"])
-        cells += [q["state"], q["operator"], f"{q['age_s']:.0f}", _short(q["remaining_cost"])]
+        left = "-" if q["state"] == "done" else _short(q["remaining_cost"])
+        cells += [q["state"], q["operator"], f"{q['age_s']:.0f}", left]
         if wide:
             cells.append(_short(q["attained_tokens"]))
         cells += [

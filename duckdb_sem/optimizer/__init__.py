@@ -17,13 +17,14 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from duckdb_sem.errors import PlanError
+from duckdb_sem.optimizer.cardinality import table_rows
 from duckdb_sem.optimizer.choose import Choice, RankedPlan, choose_plan
 from duckdb_sem.optimizer.cost import DEFAULTS, CostDefaults, CostModel, Statistics
 from duckdb_sem.optimizer.enumerate import PlanSpace, count_plans, enumerate_plans
 from duckdb_sem.optimizer.explain import explain_choice
 from duckdb_sem.plan.build import build_plan
 from duckdb_sem.plan.logical import LogicalPlan
-from duckdb_sem.plan.nodes import Node, Scan
+from duckdb_sem.plan.nodes import Node
 
 __all__ = [
     "DEFAULTS",
@@ -57,20 +58,6 @@ def _columns_of(raw: Any) -> Any:
     return columns
 
 
-def _table_rows(raw: Any, plan: Node) -> dict[str, float]:
-    out: dict[str, float] = {}
-    for node in plan.walk():
-        if isinstance(node, Scan) and node.table not in out:
-            name = node.table.rsplit(".", 1)[-1].strip('"')
-            rows = raw.sql(
-                "SELECT estimated_size FROM duckdb_tables() WHERE table_name = $1 LIMIT 1",
-                params=[name],
-            ).fetchall()
-            if rows and rows[0][0] is not None:
-                out[node.table] = float(rows[0][0])
-    return out
-
-
 def optimize(
     con: Any,
     sql: str,
@@ -86,7 +73,7 @@ def optimize(
         written = build_plan(sql, _columns_of(raw))
     if not any(node.semantic for node in written.walk()):
         raise PlanError("no semantic call to plan; DuckDB runs this query as it is")
-    model = CostModel(table_rows=_table_rows(raw, written), stats=stats)
+    model = CostModel(table_rows=table_rows(raw, written), stats=stats)
     return choose_plan(written, model, max_plans=max_plans), model
 
 

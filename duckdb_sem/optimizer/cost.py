@@ -45,6 +45,8 @@ __all__ = [
     "Estimate",
     "Path",
     "Statistics",
+    "groups_key",
+    "kept_key",
     "operator_signature",
     "scan_key",
 ]
@@ -96,8 +98,22 @@ class Estimate:
 
 def scan_key(alias: str) -> str:
     """The ``table_rows`` key for one scan by its alias, which wins over its table's name:
-    the SEU loop sets its batch's rows for the driving scan alone, also in a self-join."""
+    the SEU loop sets its batch's rows for the driving scan alone, also in a self-join (rows
+    its predicates have passed already)."""
     return "@" + alias
+
+
+def kept_key(alias: str) -> str:
+    """The ``table_rows`` key of the rows a scan's pushed-down predicates leave of its table
+    (counted or sampled before the query by :mod:`.cardinality`); without it each predicate
+    keeps ``relational_selectivity`` of the rows."""
+    return "=" + alias
+
+
+def groups_key(key_sql: tuple[str, ...]) -> str:
+    """The ``table_rows`` key of the distinct values of GROUP BY keys (``key + "@rows"``: the
+    rows they were counted over), filled by :mod:`.cardinality`."""
+    return "#" + "\x1f".join(key_sql)
 
 
 def operator_signature(call: SemCall) -> str:
@@ -203,7 +219,7 @@ class CostModel:
                                    e.completion_tokens * share, e.cost * share)  # fmt: skip
 
     def _rows_by_table(self) -> dict[str, float]:
-        return {k: v for k, v in self.table_rows.items() if not k.startswith("@")}
+        return {k: v for k, v in self.table_rows.items() if not k.startswith(("@", "=", "#"))}
 
     def cost(self, plan: Node) -> float:
         return sum(e.cost for e in self.estimate(plan).values())
@@ -214,10 +230,15 @@ class CostModel:
         d = self.defaults
         rel = d.relational_row_cost
         if isinstance(node, Scan):
-            base = self.table_rows.get(
-                scan_key(node.alias), self.table_rows.get(node.table, d.table_rows)
-            )
-            rows = base * d.relational_selectivity ** len(node.filters)
+            own = self.table_rows.get(scan_key(node.alias))
+            if own is not None:  # a batch of the driving scan: its predicates applied
+                rows = base = own
+            else:
+                base = self.table_rows.get(node.table, d.table_rows)
+                kept = self.table_rows.get(kept_key(node.alias))  # counted before the query
+                rows = (
+                    base * d.relational_selectivity ** len(node.filters) if kept is None else kept
+                )
             out[path] = Estimate(rows, cost=rel * base)
             return rows, base
         if isinstance(node, Join | SemJoin):
@@ -254,7 +275,7 @@ class CostModel:
             rows = rows_in
             out[path] = self._llm(node.call, rows_in, rows)
         elif isinstance(node, Aggregate):
-            rows = max(1.0, rows_in * d.group_fraction) if node.keys else 1.0
+            rows = self._groups(node, rows_in) if node.keys else 1.0
             out[path] = Estimate(rows, cost=rel * rows_in)
         elif isinstance(node, SemAgg):
             rows = rows_in
@@ -266,6 +287,18 @@ class CostModel:
             rows = rows_in * (0.5 if isinstance(node, Project) and node.distinct else 1.0)
             out[path] = Estimate(rows)
         return rows, base
+
+    def _groups(self, node: Aggregate, rows_in: float) -> float:
+        """GROUP BY's groups: from the distinct keys counted in the scan they read
+        (``groups_key``), as many as a share ``rows_in / N`` of its N rows is expected to
+        meet (D groups of N/D rows each); else ``group_fraction`` of the rows."""
+        key = groups_key(node.key_sql)
+        distinct, scanned = self.table_rows.get(key), self.table_rows.get(key + "@rows")
+        if distinct is None or not scanned:
+            return max(1.0, rows_in * self.defaults.group_fraction)
+        share = min(1.0, rows_in / scanned)
+        missed = math.pow(1.0 - share, scanned / max(distinct, 1.0))  # a group none of them hit
+        return max(1.0, distinct * (1.0 - missed))
 
     def _llm(self, call: SemCall, calls: float, rows: float) -> Estimate:
         s = self.call_stats(call)

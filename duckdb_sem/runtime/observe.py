@@ -2,23 +2,29 @@
 
 It sits between the plan executor and the ``SemEngine``: per call it counts rows in and out and
 the target's prompt and completion tokens (the query's *virtual* usage, so cached or shared
-answers still count as work the plan asked for), keyed by operator signature.
+answers still count as work the plan asked for), keyed by operator signature. When the run
+ends it tells every model's scheduler (:meth:`ObservingEvaluator.finish`), so ``duckdb-sem
+top`` shows the query as done, then drops it, rather than as idle with work left.
 """
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Sequence
 from typing import Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from duckdb_sem.errors import SemError
 from duckdb_sem.estimator.refine import Observation
 from duckdb_sem.llm.call_options import DEFAULT_OPTIONS, CallOptions
 from duckdb_sem.llm.request import OperatorKind
 from duckdb_sem.runtime.execute_plan import Evaluator
 
 __all__ = ["ObservingEvaluator"]
+
+log = logging.getLogger(__name__)
 
 
 class ObservingEvaluator:
@@ -72,3 +78,17 @@ class ObservingEvaluator:
         out = [Observation(sig, int(v[0]), int(v[1]), v[2], v[3]) for sig, v in self._seen.items()]
         self._seen = {}
         return out
+
+    def finish(self, query_id: str) -> None:
+        """Tell each model's scheduler that ``query_id`` is done (one without
+        ``finish_query`` is skipped; a sidecar that cannot be told prunes it later)."""
+        models = getattr(self.engine, "models", None)
+        clients = models.clients() if models is not None else [getattr(self.engine, "client", None)]
+        for client in clients:
+            finish = getattr(client, "finish_query", None)
+            if finish is None or not query_id:
+                continue
+            try:
+                finish(query_id)
+            except SemError as err:
+                log.debug("could not mark query %s done: %s", query_id, err)

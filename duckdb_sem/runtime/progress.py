@@ -1,6 +1,7 @@
 """What a running query exposes at every SEU boundary, and how it is asked to run.
 
-``QueryProgress`` is a snapshot (``con.query_progress()``, the CLI progress line);
+``QueryProgress`` is a snapshot (``con.query_progress()``, the CLI progress line); within an
+SEU, ``con.on_progress`` gets a ``runtime.context.Progress`` after every backend batch;
 ``RuntimeOptions`` selects the runtime per query: the adaptive SEU loop or a baseline.
 """
 
@@ -33,6 +34,7 @@ class QueryProgress:
     batches_done: int = 0
     rows_done: int = 0  # rows of the driving table processed
     rows_total: int = 0
+    rows_in_flight: int = 0  # driving rows of the SEU running now (not yet in rows_done)
     rows_out: int = 0
     estimated_remaining_cost: float = 0.0  # token-equivalents, under the current plan
     plan_switches: int = 0

@@ -121,6 +121,7 @@ class QueryRun:
         self._remaining = 0.0
         self._finished = False
         self._rows_sent = 0  # rows streamed out under a LIMIT
+        self._rows_running = 0  # driving rows of the SEU in flight
 
     # -- observability ----------------------------------------------------------------------
     def progress(self) -> QueryProgress:
@@ -130,6 +131,7 @@ class QueryRun:
             batches_done=len(self.records),
             rows_done=self._rows_done,
             rows_total=self.rows_total,
+            rows_in_flight=self._rows_running,
             rows_out=self._rows_out,
             estimated_remaining_cost=self._remaining,
             plan_switches=sum(1 for r in self.records if r.switched),
@@ -159,8 +161,10 @@ class QueryRun:
             yield from self._loop(reader, stop)
         finally:
             self._remaining = 0.0
+            self._rows_running = 0
             if self.query is not None:
                 self.query.remaining_cost = None
+                self.observer.finish(getattr(self.query, "query_id", ""))
         self._finished = True
 
     def _loop(
@@ -251,7 +255,7 @@ class QueryRun:
         return counted
 
     def _seu(self, batch: pa.Table) -> pa.Table:
-        n = batch.num_rows
+        n = self._rows_running = batch.num_rows
         costs, estimated = self._estimate(batch)
         previous = self.current
         if self.fixed is None:
@@ -281,6 +285,7 @@ class QueryRun:
             table_rows={**self.table_rows, scan_key(self.driving.alias): float(n)},
         ) if n else None  # fmt: skip
         self._rows_done += n
+        self._rows_running = 0
         self._rows_out += out.num_rows
         self.records.append(
             BatchRecord(

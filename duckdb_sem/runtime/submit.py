@@ -16,13 +16,14 @@ batch_size=64)`` asks 200 requests as SEUs of 64, 64, 64 and 8, each checked aga
 from __future__ import annotations
 
 import logging
+import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from duckdb_sem.llm.request import Completion, LLMRequest
 from duckdb_sem.runtime.context import Progress, QueryContext
 from duckdb_sem.runtime.waiting import wait_for
-from duckdb_sem.scheduler.seu import SEU, SchedulerClient, Served
+from duckdb_sem.scheduler.seu import SEU, SchedulerClient, Served, SEUFuture
 
 __all__ = ["COMPLETIONS", "EMBEDDINGS", "ESTIMATOR", "HELPER", "LLM_CALLS", "Ledger", "submit"]
 
@@ -86,7 +87,10 @@ def submit(
         if query.remaining_cost is not None:  # the estimator's figure, when planned
             left = max(query.remaining_cost, left)
         seu = SEU(query.query_id, label, tuple(r for _, r in chunk), left, query.connection)
-        result = wait_for(client, client.submit(seu), query, waited=ledger.waited)
+        future = client.submit(seu)
+        if ledger.progress:
+            _watch(future, query, label, start, len(items))
+        result = wait_for(client, future, query, waited=ledger.waited)
         for (sig, _), completion, how in zip(chunk, result.completions, result.served,
                                              strict=True):  # fmt: skip
             _account(query, ledger, completion, how, label)
@@ -95,6 +99,24 @@ def submit(
             query.add(seus=1)
             query.emit(Progress(query.query_id, label, start + len(chunk), len(items), 1))
     return out
+
+
+def _watch(future: object, query: QueryContext, label: str, start: int, total: int) -> None:
+    """Emit a ``Progress`` (``seus=0``) after each backend batch of an SEU in flight, where the
+    scheduler counts its answers as they come (``SEUFuture``; the sidecar's futures do not)."""
+    if not isinstance(future, SEUFuture):
+        return
+    emitted = [0]
+    lock = threading.Lock()  # two replicas may answer fused requests of one SEU at once
+
+    def answered(n: int) -> None:
+        with lock:
+            if n <= emitted[0]:
+                return
+            emitted[0] = n
+            query.emit(Progress(query.query_id, label, start + n, total, 0))
+
+    future.add_answer_listener(answered)
 
 
 def _account(

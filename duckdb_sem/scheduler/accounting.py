@@ -58,15 +58,19 @@ class QueryState:
     queued: int = 0  # its SEU items waiting in the policy queue
     waiting: int = 0  # its submitted SEUs not yet answered
     usage: Usage | None = None
+    done_at: float | None = None  # when its run said it finished (``Scheduler.finish_query``)
 
     def as_dict(self, now: float) -> dict[str, object]:
+        state = "queued" if self.queued else "running" if self.waiting else "idle"
+        if self.done_at is not None and state == "idle":
+            state = "done"
         return {
             "query_id": self.query_id,
             "connection": self.connection,
             "operator": self.operator,
-            "state": "queued" if self.queued else "running" if self.waiting else "idle",
+            "state": state,
             "age_s": round(now - self.arrival, 3),
-            "remaining_cost": round(self.remaining_cost, 1),
+            "remaining_cost": 0.0 if state == "done" else round(self.remaining_cost, 1),
             "attained_tokens": round(self.attained, 1),
             "seus": self.seus,
             "usage": (self.usage or Usage()).as_dict(),

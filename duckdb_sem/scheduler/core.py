@@ -39,7 +39,7 @@ from duckdb_sem.scheduler.admission import (
 from duckdb_sem.scheduler.executor import Executor, ThreadExecutor
 from duckdb_sem.scheduler.policies import Policy, QueuedSEU, make_policy
 from duckdb_sem.scheduler.queries import prune_idle, status_snapshot, track_query
-from duckdb_sem.scheduler.seu import SEU, Served, SEUResult
+from duckdb_sem.scheduler.seu import SEU, Served, SEUFuture, SEUResult
 from duckdb_sem.scheduler.waiters import (
     Pending,
     Running,
@@ -113,7 +113,7 @@ class Scheduler:
 
     def submit_with(self, seu: SEU, cache: LLMCache | None) -> Future[SEUResult]:
         """Submit ``seu`` on behalf of a connection whose cache is ``cache`` (None: no cache)."""
-        future: Future[SEUResult] = Future()
+        future: Future[SEUResult] = SEUFuture()
         n = len(seu.requests)
         if n == 0:
             future.set_result(SEUResult((), ()))
@@ -209,11 +209,12 @@ class Scheduler:
             return running is not None and not running.aborted
 
     def finish_query(self, query_id: str) -> None:
-        """Forget a finished query's attained service (optional: idle queries are pruned)."""
+        """Mark a finished query done: ``status()`` shows it so, with nothing left, for
+        ``DONE_SHOWN_S``, then forgets it (and its attained service)."""
         with self._lock:
             state = self._queries.get(query_id)
             if state is not None and not state.waiting and not state.queued:
-                del self._queries[query_id]
+                state.done_at = self.clock()
 
     def close(self) -> None:
         with self._lock:
@@ -253,6 +254,10 @@ class Scheduler:
             running.answered += len(chunk)
             if running.answered >= len(running.work):
                 self._release_locked(running)
+            partial = {id(w.future): w.future for p in chunk for w, _ in p.waiters
+                       if isinstance(w.future, SEUFuture) and not w.future.done()}  # fmt: skip
+        for future in partial.values():  # outside the lock: a listener may take its time
+            future.notify()
 
     def fail(self, dispatch_id: int, error: BaseException) -> None:
         with self._lock:

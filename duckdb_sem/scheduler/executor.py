@@ -58,7 +58,8 @@ class Executor(Protocol):
 
 
 class ThreadExecutor:
-    """Runs each dispatch on a worker thread, in backend batches of ``capacity().max_batch``."""
+    """Runs each dispatch on a worker thread, in backend batches of ``capacity().max_batch``
+    (one request per call for a backend that answers one by one: ``capacity().one_by_one``)."""
 
     def __init__(self, workers: int) -> None:
         self._pool = ThreadPoolExecutor(max_workers=max(1, workers), thread_name_prefix="sem-llm")
@@ -71,7 +72,8 @@ class ThreadExecutor:
 
     @staticmethod
     def _run(dispatch: Dispatch, backend: Backend, sink: DispatchSink) -> None:
-        max_batch = max(1, backend.capacity().max_batch)
+        capacity = backend.capacity()
+        max_batch = 1 if capacity.one_by_one else max(1, capacity.max_batch)
         try:
             for start in range(0, len(dispatch.requests), max_batch):
                 if start and not sink.wanted(dispatch.dispatch_id):

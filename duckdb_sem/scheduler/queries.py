@@ -2,7 +2,8 @@
 
 A query is created by its first SEU, updated by each later one (remaining cost, operator, SEU
 count) and forgotten by :func:`prune_idle` once it has nothing waiting or queued and has been
-quiet for :data:`PRUNE_AFTER_S`. :func:`status_snapshot` is the JSON-able picture served at
+quiet for :data:`PRUNE_AFTER_S`, or :data:`DONE_SHOWN_S` after its run said it finished
+(``Scheduler.finish_query``: shown as ``done`` until then). :func:`status_snapshot` is the JSON-able picture served at
 ``/v1/status`` and turned into Prometheus families by :mod:`.metrics`, e.g.::
 
     {"backend_id": "...", "policy": "srtf", "queue_length": 2, "queries": [...], ...}
@@ -17,9 +18,10 @@ from duckdb_sem.scheduler.admission import ReplicaState
 from duckdb_sem.scheduler.policies import QueuedSEU
 from duckdb_sem.scheduler.seu import SEU
 
-__all__ = ["PRUNE_AFTER_S", "prune_idle", "status_snapshot", "track_query"]
+__all__ = ["DONE_SHOWN_S", "PRUNE_AFTER_S", "prune_idle", "status_snapshot", "track_query"]
 
 PRUNE_AFTER_S = 120.0  # forget idle queries after this long
+DONE_SHOWN_S = 5.0  # a finished query stays in the status, as done, this long
 
 
 def track_query(queries: dict[str, QueryState], seu: SEU, now: float) -> QueryState:
@@ -29,6 +31,7 @@ def track_query(queries: dict[str, QueryState], seu: SEU, now: float) -> QuerySt
         state = QueryState(seu.query_id, seu.connection, now, now, usage=Usage())
         queries[seu.query_id] = state
     state.last_seen = now
+    state.done_at = None
     state.remaining_cost = seu.remaining_cost
     state.operator = seu.operator
     state.seus += 1
@@ -36,9 +39,13 @@ def track_query(queries: dict[str, QueryState], seu: SEU, now: float) -> QuerySt
 
 
 def prune_idle(queries: dict[str, QueryState], now: float) -> None:
-    """Forget queries with nothing waiting or queued, quiet for :data:`PRUNE_AFTER_S`."""
+    """Forget queries with nothing waiting or queued, quiet for :data:`PRUNE_AFTER_S` (or
+    finished :data:`DONE_SHOWN_S` ago)."""
     for qid, state in list(queries.items()):
-        if not state.waiting and not state.queued and now - state.last_seen > PRUNE_AFTER_S:
+        if state.waiting or state.queued:
+            continue
+        done = state.done_at is not None and now - state.done_at > DONE_SHOWN_S
+        if done or now - state.last_seen > PRUNE_AFTER_S:
             del queries[qid]
 
 

@@ -27,7 +27,7 @@ from duckdb_sem.scheduler.accounting import QueryState, Usage
 from duckdb_sem.scheduler.admission import ReplicaState
 from duckdb_sem.scheduler.executor import Dispatch
 from duckdb_sem.scheduler.policies import QueuedSEU
-from duckdb_sem.scheduler.seu import SEU, Served, SEUResult
+from duckdb_sem.scheduler.seu import SEU, Served, SEUFuture, SEUResult
 
 __all__ = [
     "Pending",
@@ -165,6 +165,8 @@ def fill(waiter: Waiter, index: int, completion: Completion, how: Served, usage:
     if waiter.state.usage is not None:
         waiter.state.usage.add(kind, tokens)
     waiter.missing -= 1
+    if isinstance(waiter.future, SEUFuture):
+        waiter.future.answered += 1
     if waiter.missing == 0:
         waiter.state.waiting -= 1
         slots = tuple(c for c in waiter.slots if c is not None)

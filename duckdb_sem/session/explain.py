@@ -45,7 +45,7 @@ from duckdb_sem.session.protocol import Session
 from duckdb_sem.session.statements import Planned, Route, registered
 from duckdb_sem.session.transaction import StatementTransaction
 
-__all__ = ["estimate_lines", "explain_semantic", "models_line", "statistics_line"]
+__all__ = ["actual_line", "estimate_lines", "explain_semantic", "models_line", "statistics_line"]
 
 
 def statistics_line(prepared: Prepared, options: RuntimeOptions) -> str:
@@ -117,11 +117,39 @@ def _explain_one(
         text = explain_choice(prepared.choice, model, runner_ups=runner_ups)
         return "\n".join([text, *spend, road, head, *prompts])
     actuals: dict[tuple[int, ...], Actual] = {}
+    started = time.perf_counter()
     run = start(raw, prepared, engine, query, options, actuals=actuals)
     for _ in run.batches():
         pass
+    done = actual_line(con, query.stats(), time.perf_counter() - started)
     text = explain_choice(prepared.choice, model, runner_ups=runner_ups, actuals=actuals)
-    return "\n".join([text, *spend, road, head, *run.report().lines(), *prompts])
+    return "\n".join([text, *_beside(spend, done), road, head, *run.report().lines(), *prompts])
+
+
+def _beside(estimated: list[str], actual: str) -> list[str]:
+    """The ``actual:`` line right under the ``estimated:`` one."""
+    at = next((i + 1 for i, line in enumerate(estimated) if line.startswith("estimated:")), 0)
+    return [*estimated[:at], actual, *estimated[at:]]
+
+
+def actual_line(con: Session, stats: Any, seconds: float) -> str:
+    """What a run did, to read under ``estimate_lines``: the calls (as if nothing were
+    cached, as estimated; then how they were served), the prompt and completion tokens asked
+    and sent to a backend, the wall time and, when a price is set, the money the tokens sent
+    cost at the default model's price."""
+    s = stats
+    line = (
+        f"actual: calls {s.llm_calls:,} ({s.physical_calls:,} to a backend, {s.cache_hits:,} "
+        f"cached, {s.fused:,} fused, {s.deduplicated:,} repeated in the query)  tokens "
+        f"{s.prompt_tokens:,} prompt + {s.completion_tokens:,} completion asked, "
+        f"{s.physical_prompt_tokens:,} + {s.physical_completion_tokens:,} sent  "
+        f"wall {seconds:,.2f} s"
+    )
+    price = _price(con, None)
+    if price is not None:
+        dollars = price.dollars(s.physical_prompt_tokens, s.physical_completion_tokens)
+        line += f"  money {format_dollars(dollars)}"
+    return line
 
 
 def _explain_parts(con: Session, route: Route, road: str, *, analyze: bool, verbose: bool) -> str:
@@ -334,10 +362,4 @@ def _actual_line(con: Session, sql: str) -> str:
     """Run ``sql`` on ``con`` to its last row and say what it asked the models."""
     started = time.perf_counter()
     con.run_to_end(sql)
-    s = con.stats()
-    return (
-        f"actual: calls {s.llm_calls:,} ({s.physical_calls:,} to a backend, {s.cache_hits:,} "
-        f"cached, {s.fused:,} fused, {s.deduplicated:,} repeated in the query)  tokens "
-        f"{s.physical_prompt_tokens:,} prompt + {s.physical_completion_tokens:,} completion "
-        f"sent  in {time.perf_counter() - started:.2f} s"
-    )
+    return actual_line(con, con.stats(), time.perf_counter() - started)

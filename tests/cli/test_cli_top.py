@@ -53,3 +53,24 @@ def test_a_wide_terminal_also_shows_connections() -> None:
     lines = _lines(160)
     assert any("connection-0-of-pgwire" in line for line in lines)
     assert not any("connection-0" in line for line in _lines(80))
+
+
+def test_a_finished_query_shows_done_with_nothing_left_below_the_live_ones() -> None:
+    backend = RuleBackend(spec="test:?yes_if=good")
+    executor = ManualExecutor()
+    scheduler = Scheduler([backend], executor=executor)
+    for qid in ("finished-q", "live-q"):
+        requests = (build_request(OperatorKind.FILTER, f"row of {qid}"),)
+        scheduler.submit(SEU(qid, "sem_filter#1", requests, remaining_cost=1_400.0))
+    first = executor.started[0]
+    executor.finish(first, backend.complete(list(first.requests)))
+    scheduler.finish_query(first.query_id)
+    status = scheduler.status()
+    scheduler.close()
+    out = io.StringIO()
+    Console(file=out, width=80, force_terminal=False, color_system=None).print(render(status))
+    rows = [line for line in out.getvalue().splitlines() if "-q " in line]
+    live = ({"finished-q", "live-q"} - {first.query_id}).pop()
+    assert rows[0].lstrip().startswith(live) and "1.4k" in rows[0]
+    assert rows[1].lstrip().startswith(first.query_id) and " done " in rows[1]
+    assert "1.4k" not in rows[1]  # was `idle ... left 1.4k`
