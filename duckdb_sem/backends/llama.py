@@ -74,7 +74,6 @@ from duckdb_sem.llm.request import (
     Completion,
     DecodingParams,
     LLMRequest,
-    OperatorKind,
     OutputSpec,
     RowTemplate,
     Task,
@@ -162,7 +161,7 @@ class LlamaBackend(Backend):
         # Same-prefix requests back to back keep the prefix's KV cache warm.
         # Pairs sharing their first side follow each other (they share its KV cache too).
         def key(i: int) -> tuple[object, ...]:
-            return (_cache_key(requests[i]), _pair_segment(requests[i], requests[i].row) or "", i)
+            return (_cache_key(requests[i]), requests[i].first_side() or "", i)
 
         order = sorted(range(len(requests)), key=key)
         out: dict[int, Completion] = {}
@@ -359,10 +358,10 @@ class LlamaBackend(Backend):
         """For a pair (a join), the end of its first side's segment in ``tokens``, else none.
 
         The segment is instruction + template lead + the first field's value + the template
-        text after it (:func:`_pair_segment`): every pair sharing that value starts with it,
+        text after it (:meth:`LLMRequest.first_side`): every pair sharing that value starts with it,
         so pairs of one left row evaluate it once (complete() puts them next to each other).
         """
-        segment = _pair_segment(request, row)
+        segment = request.first_side(row)
         if segment is None:
             return []
         key = (request.prefix, segment)
@@ -470,23 +469,6 @@ def _cache_key(request: LLMRequest) -> tuple[object, ...]:
     pieces = template.pieces if template is not None else None
     task = request.output.task.value
     return (task, request.operator.value, request.prefix, pieces, request.output.labels)
-
-
-def _pair_segment(request: LLMRequest, row: str) -> str | None:
-    """A join row's text up to the end of the template text after its first field, or None.
-
-    ``'First: {a.t} Second: {b.t}'`` rendered ``'First: x Second: y'`` gives ``'First: x
-    Second: '``. The first field's value is the text between the lead and the first occurrence
-    of the next piece, so the cut is a function of the row alone.
-    """
-    template = request.template
-    if request.operator is not OperatorKind.JOIN or template is None or len(template.fields) < 2:
-        return None
-    lead, after = template.pieces[0], template.pieces[1]
-    if not after.strip() or not row.startswith(lead):
-        return None
-    end = row.find(after, len(lead))
-    return None if end < 0 else row[: end + len(after)]
 
 
 def _content_free_rows(request: LLMRequest) -> tuple[str, ...]:

@@ -164,6 +164,26 @@ class LLMRequest:
     #: what generated text may not contain (a sem_agg's records; see :mod:`.guard`)
     guard: OutputGuard | None = None
 
+    def first_side(self, row: str | None = None) -> str | None:
+        """A pair's (a join's) text up to the end of the template text after its first field,
+        for ``row`` (default: this request's row); None for other requests.
+
+        ``'First: {a.t} Second: {b.t}'`` rendered ``'First: x Second: y'`` gives ``'First: x
+        Second: '``. The first field's value is the text between the lead and the first
+        occurrence of the next piece, so the cut is a function of the row alone. Pairs that
+        share it are asked next to each other (``runtime.submit``), and backends that keep a
+        KV cache evaluate it once for them (``backends/llama.py``).
+        """
+        row = self.row if row is None else row
+        template = self.template
+        if self.operator is not OperatorKind.JOIN or template is None or len(template.fields) < 2:
+            return None
+        lead, after = template.pieces[0], template.pieces[1]
+        if not after.strip() or not row.startswith(lead):
+            return None
+        end = row.find(after, len(lead))
+        return None if end < 0 else row[: end + len(after)]
+
     def calibration_rows(self) -> tuple[str, ...]:
         """The rows whose mean score is this request's decision threshold: its template's
         content-free rows, plus irrelevant-text rows unless it decides about a pair (a join);

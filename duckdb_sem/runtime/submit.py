@@ -70,6 +70,8 @@ def submit(
     answer with how it was served. ``remaining(i)``: the caller's estimate of the work left
     from item ``i`` on (the query's planned estimate wins when larger); ``cached``: which
     signatures the cache holds, so a budget counts only what the backend would run."""
+    order = _pairs_together(items)
+    items = [items[i] for i in order]
     out: list[Answered] = []
     size = max(1, batch_size)
     for start in range(0, len(items), size):
@@ -98,7 +100,21 @@ def submit(
         if ledger.progress:  # the target's SEUs: counted and shown (progress bar, top)
             query.add(seus=1)
             query.emit(Progress(query.query_id, label, start + len(chunk), len(items), 1))
-    return out
+    answers: list[Answered | None] = [None] * len(out)
+    for at, answer in zip(order, out, strict=True):
+        answers[at] = answer
+    return [a for a in answers if a is not None]
+
+
+def _pairs_together(items: Sequence[tuple[str, LLMRequest]]) -> list[int]:
+    """The order to ask ``items`` in: pairs of a join that share their first side next to each
+    other (:meth:`LLMRequest.first_side`), so a backend's KV or prefix cache holds that side
+    for all of them (DuckDB's cross product emits pairs of one *right* row in a run, whatever
+    side the template names first); otherwise as given."""
+    sides = [r.first_side() for _, r in items]
+    if all(side is None for side in sides):
+        return list(range(len(items)))
+    return sorted(range(len(items)), key=lambda i: (items[i][1].prefix, sides[i] or ""))
 
 
 def _watch(future: object, query: QueryContext, label: str, start: int, total: int) -> None:
