@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+import click
 from click.testing import CliRunner
 
 from duckdb_sem.cli.main import cli
@@ -199,15 +200,12 @@ def test_every_module_and_setting_a_page_names_exists() -> None:
 
 
 def test_every_module_file_a_page_names_exists() -> None:
+    # a page names a path from the package, the checkout, or the folder it is about
+    roots = [PACKAGE, ROOT, ROOT / "benchmarks"]
+    roots += [PACKAGE / d for d in ("backends", "runtime", "session")]
     for page, text in PAGES.items():
         named = _modules_named(text)
-        missing = sorted(
-            p
-            for p in named
-            if not (PACKAGE / p).is_file()
-            and not (ROOT / p).is_file()
-            and not any((PACKAGE / d / p).is_file() for d in ("backends", "runtime", "session"))
-        )
+        missing = sorted(p for p in named if not any((r / p).is_file() for r in roots))
         assert not missing, f"{page} names modules that do not exist: {missing}"
 
 
@@ -228,3 +226,38 @@ def test_the_checks_catch_what_does_not_exist() -> None:
     assert not _exists("duckdb_sem.runtime.no_such_module")
     assert not _exists("duckdb_sem.demo.no_such_function")
     assert "sem_filter" in _sql_functions() and "sem_nonsense" not in _sql_functions()
+
+
+def _shell_lines() -> dict[str, list[str]]:
+    """Per page, the ``duckdb-sem ...`` command lines of its bash, sh, console and bare blocks."""
+    from markdown_it import MarkdownIt
+
+    found: dict[str, list[str]] = {}
+    for page, text in PAGES.items():
+        for token in MarkdownIt().parse(text):
+            if token.type != "fence" or token.info.strip() not in ("bash", "sh", "console", ""):
+                continue
+            for line in token.content.splitlines():
+                at = line.find("duckdb-sem ")
+                if at >= 0:
+                    found.setdefault(page, []).append(line[at:].split("#")[0].split("|")[0])
+    return found
+
+
+def test_every_cli_command_and_option_a_page_runs_exists() -> None:
+    runner = CliRunner()
+    lines = _shell_lines()
+    assert sum(len(v) for v in lines.values()) > 10, lines  # the pages do show commands
+    for page, commands in lines.items():
+        for line in commands:
+            words = line.split()
+            name = next((w for w in words[1:] if not w.startswith("-")), None)
+            command = cli.get_command(click.Context(cli), name) if name else None
+            if command is None:
+                assert name in (None, "--help", "--version"), f"{page}: no command in {line!r}"
+                continue
+            known = {o for p in command.params for o in (*p.opts, *p.secondary_opts)}
+            known |= {"--help"}
+            used = {w.split("=")[0] for w in words[words.index(name) + 1 :] if w.startswith("--")}
+            assert used <= known, f"{page}: `{line.strip()}` uses unknown {sorted(used - known)}"
+            assert runner.invoke(cli, [name, "--help"]).exit_code == 0

@@ -227,9 +227,12 @@ def test_a_failing_snippet_names_its_page_and_line(tmp_path: Path, demo_dir: Pat
 @pytest.mark.model
 @pytest.mark.slow
 def test_the_readme_tour_prints_what_it_shows(
-    demo_dir: Path, monkeypatch: pytest.MonkeyPatch
+    demo_dir: Path, monkeypatch: pytest.MonkeyPatch, capfd: pytest.CaptureFixture[str]
 ) -> None:
-    """The tour on the real default model (``llama:``), as a newcomer pastes it."""
+    """The tour on the real default model (``llama:``), as a newcomer pastes it, with a fresh
+    cache (conftest's): what it prints is what the README shows, and stderr stays quiet."""
     monkeypatch.delenv("DUCKDB_SEM_BACKEND", raising=False)
     monkeypatch.setenv("DUCKDB_SEM_EMBED_BACKEND", "sim-embed:")
     run_page(ROOT / "README.md", compare=True)
+    err = capfd.readouterr().err
+    assert "llama_" not in err and "ggml" not in err and "sqlglot" not in err, err
