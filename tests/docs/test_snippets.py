@@ -3,7 +3,7 @@
 The convention (docs/architecture.md, "Documentation that runs"):
 
 - a fenced block whose info string is ``sql`` or ``python`` is executed; ``text``, ``console``,
-  ``bash``/``sh`` and unlabelled blocks are not;
+  ``bash``/``sh``, unlabelled and other blocks are not (``py`` or ``SQL`` is taken for a typo);
 - a block right after a line ``<!-- not run: REASON -->`` is skipped, and REASON must say why;
 - ``sql`` blocks run in order per page, statement by statement, on one
   ``duckdb_sem.connect(backend="test:")`` connection that holds the demo tables ``reviews`` and
@@ -39,7 +39,6 @@ from duckdb_sem.data import DATASETS, dataset_path
 ROOT = Path(__file__).resolve().parents[2]
 PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
 RUN = ("sql", "python")
-NOT_RUN = ("text", "console", "bash", "sh", "")
 _MARK = re.compile(r"^<!--\s*not run:(?P<reason>.*?)-->\s*$")
 _BOX = re.compile(r"[\u2500-\u257f]+")
 
@@ -191,7 +190,9 @@ def test_every_block_is_run_or_says_why_not(page: Path) -> None:
             assert _MARK.match(line.strip()), f"{page.name}:{i + 1}: write <!-- not run: REASON -->"
             assert i + 1 in starts, f"{page.name}:{i + 1}: the mark must sit right above a block"
     for block in blocks:
-        assert block.lang in RUN + NOT_RUN, f"{block.where}: unknown block language {block.lang!r}"
+        # other languages (json, ini, ...) are not run; a near miss of sql/python is a typo
+        near = block.lang.lower() in ("sql", "python", "py", "python3", "pycon", "duckdb")
+        assert block.lang in RUN or not near, f"{block.where}: write ```sql or ```python"
         if block.skip is not None:
             assert block.skip, f"{block.where}: say why the block is not run"
             assert block.lang in RUN, f"{block.where}: only sql/python blocks are run anyway"
