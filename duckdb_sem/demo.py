@@ -3,8 +3,8 @@
 Tables: ``reviews(review_id, movie, text, fresh)`` (300 critic reviews; ``fresh`` is the
 critic's own positive/negative label) and ``plots(movie, plot)``, created in any connection by
 :func:`load_demo` (``duckdb_sem.load_demo(con)``): the stable names the README and ``docs/``
-query. A query whose result has the
-columns ``label`` and ``predicted`` is scored: accuracy, and precision/recall of ``true``.
+query. A query whose result has the columns ``label`` and ``predicted`` is scored: accuracy,
+and precision/recall of ``true``.
 """
 
 from __future__ import annotations

@@ -36,7 +36,7 @@ def test_rows_keeps_the_first_reviews_and_their_movies_plots() -> None:
 def test_a_bad_row_count_or_table_name_says_what_to_give() -> None:
     with pytest.raises(duckdb_sem.ConfigError, match="positive number"):
         duckdb_sem.load_demo(duckdb.connect(), rows=0)
-    with pytest.raises(FileNotFoundError, match="reviews, plots"):
+    with pytest.raises(duckdb_sem.ConfigError, match="reviews, plots"):
         duckdb_sem.demo_path("movies")
 
 

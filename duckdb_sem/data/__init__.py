@@ -14,6 +14,8 @@ from __future__ import annotations
 import importlib.resources
 from pathlib import Path
 
+from duckdb_sem.errors import ConfigError
+
 __all__ = ["DATASETS", "DEMO_TABLES", "dataset_path", "demo_path"]
 
 #: the bundled files; anything else is a typo that should fail loudly, not read an empty table
@@ -44,5 +46,5 @@ def demo_path(table: str = "reviews") -> Path:
     The file names are an implementation detail of the package; the docs name the tables.
     """
     if table not in DEMO_TABLES:
-        raise FileNotFoundError(f"no demo table {table!r}; choose one of {', '.join(DEMO_TABLES)}")
+        raise ConfigError(f"no demo table {table!r}; choose one of {', '.join(DEMO_TABLES)}")
     return dataset_path(DEMO_TABLES[table])
