@@ -22,6 +22,8 @@ import duckdb
 
 from duckdb_sem.backends.base import Backend
 from duckdb_sem.config import Settings, parse_cache
+from duckdb_sem.data import demo_path
+from duckdb_sem.demo import load_demo
 from duckdb_sem.errors import (
     AmbiguousColumnError,
     BackendError,
@@ -69,7 +71,9 @@ __all__ = [
     "UnknownModelError",
     "connect",
     "default_connection",
+    "demo_path",
     "install",
+    "load_demo",
     "sql",
 ]
 

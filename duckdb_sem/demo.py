@@ -1,8 +1,10 @@
 """The demo: example queries in ``sql/`` over bundled, labelled Rotten Tomatoes data.
 
 Tables: ``reviews(review_id, movie, text, fresh)`` (300 critic reviews; ``fresh`` is the
-critic's own positive/negative label) and ``plots(movie, plot)``. A query whose result has the
-columns ``label`` and ``predicted`` is scored: accuracy, and precision/recall of ``true``.
+critic's own positive/negative label) and ``plots(movie, plot)``, created in any connection by
+:func:`load_demo` (``duckdb_sem.load_demo(con)``): the stable names the README and ``docs/``
+query. A query whose result has the columns ``label`` and ``predicted`` is scored: accuracy,
+and precision/recall of ``true``.
 """
 
 from __future__ import annotations
@@ -11,14 +13,22 @@ import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
-from duckdb_sem.data import dataset_path
+from duckdb_sem.data import demo_path
 from duckdb_sem.errors import ConfigError
 from duckdb_sem.runtime.context import QueryStats
 from duckdb_sem.session.connection import SemConnection
 
-__all__ = ["DemoResult", "Score", "example_queries", "load_demo_tables", "run_demo", "score"]
+__all__ = [
+    "DemoResult",
+    "Score",
+    "example_queries",
+    "load_demo",
+    "load_demo_tables",
+    "run_demo",
+    "score",
+]
 
 
 @dataclass(frozen=True, slots=True)
@@ -39,12 +49,39 @@ class DemoResult:
     score: Score | None
 
 
+class _Executes(Protocol):
+    """What :func:`load_demo` needs: a ``duckdb`` connection or a ``SemConnection``."""
+
+    def execute(self, query: str, parameters: Any = ..., /) -> Any: ...
+
+
+def load_demo(con: _Executes, *, rows: int | None = None) -> None:
+    """Create (or replace) the demo tables ``reviews`` and ``plots`` in ``con``.
+
+    ``rows`` keeps the first ``rows`` reviews (by ``review_id``) and the plots of their movies:
+    a tour on a CPU model stays a few seconds. Works in a plain DuckDB connection too (after
+    ``duckdb_sem.install(con)``), since it is plain SQL over the bundled CSV files.
+
+    Example:
+        >>> con = duckdb_sem.connect(backend="test:")  # doctest: +SKIP
+        >>> duckdb_sem.load_demo(con, rows=6)  # doctest: +SKIP
+    """
+    if rows is not None and rows < 1:
+        raise ConfigError(f"load_demo(rows={rows}): give a positive number of reviews, or None")
+    limit = "" if rows is None else f" ORDER BY review_id LIMIT {int(rows)}"
+    con.execute(
+        f"CREATE OR REPLACE TABLE reviews AS SELECT * FROM read_csv(?, header = true){limit}",
+        [str(demo_path("reviews"))],
+    )
+    con.execute(
+        "CREATE OR REPLACE TABLE plots AS SELECT * FROM read_csv(?, header = true) "
+        "WHERE movie IN (SELECT movie FROM reviews) ORDER BY movie",
+        [str(demo_path("plots"))],
+    )
+
+
 def load_demo_tables(con: SemConnection) -> None:
-    for table, file in (("reviews", "rt_reviews.csv"), ("plots", "rt_plots.csv")):
-        con.execute(
-            f"CREATE OR REPLACE TABLE {table} AS SELECT * FROM read_csv(?, header = true)",
-            [str(dataset_path(file))],
-        )
+    load_demo(con)
 
 
 def default_sql_dir() -> Path:

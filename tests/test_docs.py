@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+import click
 from click.testing import CliRunner
 
 from duckdb_sem.cli.main import cli
@@ -123,3 +124,140 @@ def test_the_architecture_page_names_every_module_of_the_session_package() -> No
     named = _modules_named(ARCHITECTURE)
     assert session <= named, f"add to docs/architecture.md: {sorted(session - named)}"
     assert "runtime/submit.py" in named and "session/factory.py" in named
+
+
+# Every page's claims about what exists: README.md and docs/*.md (docs/migrating.md included).
+PAGES = {p.name: p.read_text() for p in [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]}
+
+
+def _pages_naming(pattern: str) -> dict[str, set[str]]:
+    """Per page, the names ``pattern`` (one group) finds in it."""
+    return {name: set(re.findall(pattern, text)) for name, text in PAGES.items()}
+
+
+def test_no_page_mentions_an_unknown_environment_variable() -> None:
+    for page, named in _pages_naming(r"DUCKDB_SEM_[A-Z_]*[A-Z]").items():
+        # `DUCKDB_SEM_PRICE_IN`/`_OUT` abbreviates the second name
+        unknown = {v for v in named if v not in ENV_VARS and f"{v}_IN" not in ENV_VARS}
+        assert not unknown, f"{page} names undeclared variables: {sorted(unknown)}"
+
+
+def _sql_functions() -> set[str]:
+    """Every function name SQL can call on a ``connect()`` connection."""
+    import duckdb_sem
+    from duckdb_sem.surface.aliases import ALIASES
+    from duckdb_sem.surface.table_functions import TABLE_FUNCTIONS
+
+    con = duckdb_sem.connect(backend="test:", cache="off")
+    try:
+        rows = con.duckdb.execute(
+            "SELECT DISTINCT function_name FROM duckdb_functions()"
+        ).fetchall()
+    finally:
+        con.close()
+    return {r[0].lower() for r in rows} | set(TABLE_FUNCTIONS) | {a.lower() for a in ALIASES}
+
+
+def _relation_methods() -> set[str]:
+    from duckdb_sem.session.relation import SemRelation
+
+    return {name for name in dir(SemRelation) if name.startswith("sem_")}
+
+
+def test_every_sem_function_a_page_calls_exists() -> None:
+    known = _sql_functions() | _relation_methods()
+    for page, named in _pages_naming(r"`[^`]*?\b(sem_[a-z_]+)\(").items():
+        missing = sorted(n for n in named if n not in known)
+        assert not missing, f"{page} calls functions that do not exist: {missing}"
+
+
+def _exists(dotted: str) -> bool:
+    """``duckdb_sem.a.b`` is a module, or an attribute of one, of the package."""
+    import importlib
+
+    parts = dotted.split(".")
+    for cut in range(len(parts), 0, -1):
+        try:
+            obj: object = importlib.import_module(".".join(parts[:cut]))
+        except ModuleNotFoundError:
+            continue
+        for attr in parts[cut:]:
+            if not hasattr(obj, attr):
+                return False
+            obj = getattr(obj, attr)
+        return True
+    return False
+
+
+def test_every_module_and_setting_a_page_names_exists() -> None:
+    from duckdb_sem.runtime.approximation import SETTINGS as APPROXIMATION
+    from duckdb_sem.runtime.budget import SETTINGS as BUDGET
+
+    settings = {f"duckdb_sem.{s}" for s in (*APPROXIMATION, *BUDGET)}
+    for page, named in _pages_naming(r"\b(duckdb_sem(?:\.[A-Za-z_][A-Za-z_0-9]*)+)").items():
+        missing = sorted(n for n in named if n not in settings and not _exists(n))
+        assert not missing, f"{page} names what does not exist: {missing}"
+
+
+def test_every_module_file_a_page_names_exists() -> None:
+    # a page names a path from the package, the checkout, or the folder it is about
+    roots = [PACKAGE, ROOT, ROOT / "benchmarks"]
+    roots += [PACKAGE / d for d in ("backends", "runtime", "session")]
+    for page, text in PAGES.items():
+        named = _modules_named(text)
+        missing = sorted(p for p in named if not any((r / p).is_file() for r in roots))
+        assert not missing, f"{page} names modules that do not exist: {missing}"
+
+
+def test_every_connect_option_a_page_names_exists() -> None:
+    import inspect
+
+    import duckdb_sem
+
+    options = set(inspect.signature(duckdb_sem.connect).parameters)
+    options |= set(inspect.signature(duckdb_sem.install).parameters)
+    for page, named in _pages_naming(r"\b(?:connect|install)\((?:[^()]*?,\s*)?([a-z_]+)=").items():
+        missing = sorted(named - options)
+        assert not missing, f"{page} names connect()/install() options that do not exist: {missing}"
+
+
+def test_the_checks_catch_what_does_not_exist() -> None:
+    assert _exists("duckdb_sem.runtime.cascade") and _exists("duckdb_sem.demo.load_demo")
+    assert not _exists("duckdb_sem.runtime.no_such_module")
+    assert not _exists("duckdb_sem.demo.no_such_function")
+    assert "sem_filter" in _sql_functions() and "sem_nonsense" not in _sql_functions()
+
+
+def _shell_lines() -> dict[str, list[str]]:
+    """Per page, the ``duckdb-sem ...`` command lines of its bash, sh, console and bare blocks."""
+    from markdown_it import MarkdownIt
+
+    found: dict[str, list[str]] = {}
+    for page, text in PAGES.items():
+        for token in MarkdownIt().parse(text):
+            if token.type != "fence" or token.info.strip() not in ("bash", "sh", "console", ""):
+                continue
+            for line in token.content.splitlines():
+                at = line.find("duckdb-sem ")
+                if at >= 0:
+                    found.setdefault(page, []).append(line[at:].split("#")[0].split("|")[0])
+    return found
+
+
+def test_every_cli_command_and_option_a_page_runs_exists() -> None:
+    runner = CliRunner()
+    lines = _shell_lines()
+    assert sum(len(v) for v in lines.values()) > 10, lines  # the pages do show commands
+    for page, commands in lines.items():
+        for line in commands:
+            words = line.split()
+            name = next((w for w in words[1:] if not w.startswith("-")), None)
+            if name is None:  # duckdb-sem --help, --version
+                continue
+            command = cli.get_command(click.Context(cli), name)
+            assert command is not None, f"{page}: no command {name!r} in {line!r}"
+            known = {o for p in command.params for o in (*p.opts, *p.secondary_opts)}
+            known |= {"--help"}
+            used = {w.split("=")[0] for w in words[words.index(name) + 1 :] if w.startswith("--")}
+            assert used <= known, f"{page}: `{line.strip()}` uses unknown {sorted(used - known)}"
+            assert runner.invoke(cli, [name, "--help"]).exit_code == 0

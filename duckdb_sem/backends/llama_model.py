@@ -12,6 +12,7 @@ Example: ``load_model(default_model_path(), 2048, 2)`` loads the bundled SmolLM2
 from __future__ import annotations
 
 import atexit
+import ctypes
 import logging
 import os
 import threading
@@ -106,6 +107,15 @@ class LoadedModel:
     lead_ids: tuple[int, ...] = ()
 
 
+#: llama.cpp's own log lines, as records of this logger (``duckdb-sem -v`` shows them)
+LLAMA_CPP_LOG = log.getChild("llama_cpp")
+#: ggml's levels (DEBUG 1, INFO 2, WARN 3, ERROR 4; 5 continues a line) as logging levels.
+#: llama-cpp-python's own table predates DEBUG=1 and prints every WARN line to stderr as an
+#: error (``llama_kv_cache_iswa: using full-size SWA cache``): notes on llama.cpp's own
+#: choices, so INFO here, and only its errors reach a user who configured nothing.
+_GGML_LEVELS = {1: logging.DEBUG, 2: logging.INFO, 3: logging.INFO, 4: logging.WARNING}
+_log_callback: Any = None  # kept alive: llama.cpp holds a raw pointer to it
+
 _MODELS: dict[tuple[str, int, int], LoadedModel] = {}
 _MODELS_LOCK = threading.Lock()
 
@@ -132,6 +142,7 @@ def _open(path: Path, n_ctx: int, threads: int) -> LoadedModel:
         raise BackendUnavailableError(
             "the 'llama:' backend needs llama.cpp bindings: pip install llama-cpp-python==0.3.36"
         ) from None
+    _route_llama_logs()
     try:
         llama = Llama(
             model_path=str(path),
@@ -171,6 +182,26 @@ def _open(path: Path, n_ctx: int, threads: int) -> LoadedModel:
         formatter=Jinja2ChatFormatter(template=template, eos_token=eos_text, bos_token=bos_text),
         lead_ids=(llama.token_bos(),) if wants_bos and llama.token_bos() >= 0 else (),
     )
+
+
+def _route_llama_logs() -> None:
+    """Send llama.cpp's log lines to :data:`LLAMA_CPP_LOG` instead of stderr (once)."""
+    global _log_callback
+    if _log_callback is not None:
+        return
+    import llama_cpp
+
+    last = [logging.DEBUG]
+
+    @llama_cpp.llama_log_callback  # type: ignore[untyped-decorator]
+    def forward(level: int, text: bytes, user_data: ctypes.c_void_p) -> None:
+        last[0] = last[0] if level == 5 else _GGML_LEVELS.get(level, logging.DEBUG)
+        message = text.decode("utf-8", "replace").rstrip()
+        if message and LLAMA_CPP_LOG.isEnabledFor(last[0]):
+            LLAMA_CPP_LOG.log(last[0], "%s", message)
+
+    llama_cpp.llama_log_set(forward, ctypes.c_void_p(0))
+    _log_callback = forward
 
 
 @atexit.register

@@ -12,6 +12,7 @@ from rich.syntax import Syntax
 import duckdb_sem
 from duckdb_sem.cli.common import connection_options
 from duckdb_sem.cli.query import render_table
+from duckdb_sem.data import demo_path
 from duckdb_sem.demo import example_queries, run_demo
 from duckdb_sem.errors import SemError
 
@@ -26,15 +27,25 @@ __all__ = ["demo"]
     help="Folder of example .sql files [default: the checkout's sql/].",
 )
 @click.option("--only", multiple=True, help="Run only examples whose name contains this.")
+@click.option(
+    "--path",
+    "show_path",
+    is_flag=True,
+    help="Print the folder of the bundled data (rt_reviews.csv, rt_plots.csv) and exit.",
+)
 @connection_options
 def demo(
     sql_dir: Path | None,
     only: tuple[str, ...],
+    show_path: bool,
     backend: str,
     cache: str | None,
     scheduler: str | None,
 ) -> None:
     """Run the example queries in sql/ over bundled Rotten Tomatoes reviews and plots."""
+    if show_path:
+        click.echo(demo_path("reviews").parent)
+        return
     out, err = Console(), Console(stderr=True)
     try:
         queries = [q for q in example_queries(sql_dir) if not only or any(o in q[0] for o in only)]

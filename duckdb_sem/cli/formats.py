@@ -2,14 +2,17 @@
 
 ``table`` renders each value with DuckDB's own ``CAST(x AS VARCHAR)`` (``llm/render.py``), so a
 list reads ``[1, 2]``, a map ``{k=2}``, a blob ``\\xAA``, a decimal ``1.25`` and NULL ``NULL``.
-``csv`` and ``json`` are written by DuckDB's ``COPY ... TO`` (CSV with a header; JSON one object
-per line), from a private in-memory connection set to the result's time zone: nested values,
-decimals, timestamps, intervals and blobs come out exactly as DuckDB's own writers make them.
+``csv`` and ``json`` are written by DuckDB's ``COPY ... TO`` (CSV with a header; JSON as one
+array of row objects on one line, so each statement's result is one document), from a private
+in-memory connection set to the result's time zone: nested values, decimals, timestamps,
+intervals and blobs come out exactly as DuckDB's own writers make them.
 
 Example:
     >>> write_result(pa.table({"l": [[1, 2]]}), "csv", sys.stdout.buffer)  # doctest: +SKIP
     l
     "[1, 2]"
+    >>> write_result(pa.table({"a": [1, 2]}), "json", sys.stdout.buffer)  # doctest: +SKIP
+    [{"a":1},{"a":2}]
 """
 
 from __future__ import annotations
@@ -24,11 +27,11 @@ from rich.table import Table
 
 from duckdb_sem.llm.render import render_column
 
-__all__ = ["FORMATS", "render_table", "write_result"]
+__all__ = ["FORMATS", "explain_text", "render_table", "write_result"]
 
 FORMATS = ("table", "csv", "json")
 
-_COPY_OPTIONS = {"csv": "FORMAT csv, HEADER true", "json": "FORMAT json"}
+_COPY_OPTIONS = {"csv": "FORMAT csv, HEADER true", "json": "FORMAT json, ARRAY true"}
 
 
 def render_table(table: pa.Table, *, title: str | None = None, max_rows: int = 50) -> Table:
@@ -45,6 +48,14 @@ def render_table(table: pa.Table, *, title: str | None = None, max_rows: int = 5
     return out
 
 
+def explain_text(table: pa.Table) -> str:
+    """An EXPLAIN result as its text: the plan lines of ``EXPLAIN SEMANTIC`` (column ``plan``)
+    or the plan drawings of DuckDB's ``EXPLAIN`` (its last column, ``explain_value``)."""
+    if table.num_columns == 0:
+        return ""
+    return "\n".join(str(v) for v in table.column(table.num_columns - 1).to_pylist())
+
+
 def write_result(table: pa.Table, fmt: str, out: BinaryIO) -> None:
     """Write ``table`` to ``out`` as ``csv`` or ``json`` with DuckDB's COPY writers."""
     options = _COPY_OPTIONS[fmt]
@@ -58,9 +69,14 @@ def write_result(table: pa.Table, fmt: str, out: BinaryIO) -> None:
             path = Path(folder) / f"result.{fmt}"
             escaped = str(path).replace("'", "''")
             con.execute(f"COPY result TO '{escaped}' ({options})")
-            with path.open("rb") as written:
-                while chunk := written.read(1 << 20):
-                    out.write(chunk)
+            if fmt == "json":
+                # DuckDB writes the array a row a line; strings are escaped, so every raw
+                # newline and tab is layout and the document fits on one line.
+                out.write(path.read_bytes().replace(b"\n\t", b"").replace(b"\n", b"") + b"\n")
+            else:
+                with path.open("rb") as written:
+                    while chunk := written.read(1 << 20):
+                        out.write(chunk)
     finally:
         con.close()
     out.flush()

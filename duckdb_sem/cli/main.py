@@ -47,11 +47,26 @@ class _LazyGroup(click.Group):
 
 @click.group(cls=_LazyGroup, epilog=env_epilog())
 @click.version_option(package_name="duckdb-sem", prog_name="duckdb-sem")
-@click.option("-v", "--verbose", count=True, help="Log more (-v info, -vv debug) to stderr.")
+@click.option(
+    "-v",
+    "--verbose",
+    count=True,
+    help="Log more (-v info, -vv debug) to stderr, other libraries' log lines too.",
+)
 def cli(verbose: int) -> None:
     """Semantic SQL for DuckDB: sem_filter, sem_map, sem_join and sem_agg backed by LLMs."""
     level = logging.WARNING - 10 * min(verbose, 2)
-    logging.basicConfig(level=level, format="%(levelname)s %(name)s: %(message)s")
+    handler = logging.StreamHandler()
+    handler.setFormatter(logging.Formatter("%(levelname)s %(name)s: %(message)s"))
+    if not verbose:
+        handler.addFilter(_own_records)
+    logging.basicConfig(level=level, handlers=[handler])
+
+
+def _own_records(record: logging.LogRecord) -> bool:
+    """By default only duckdb-sem's own warnings reach stderr: a third-party library's (sqlglot
+    falling back to a Command, llama.cpp's loader) is noise to a user, and ``-v`` shows it."""
+    return record.name == "duckdb_sem" or record.name.startswith("duckdb_sem.")
 
 
 def main() -> None:

@@ -3,7 +3,10 @@
 SQL comes from the argument, from ``-f FILE`` or from stdin (``-`` as the argument, or piped
 with no argument); statements are split at top-level semicolons (``cli/statements.py``) and run
 one after another on one connection, each result printed as it finishes. The first error stops
-the run (exit status 1) after the results before it have been printed.
+the run (exit status 1) after the results before it have been printed. Results stay apart in
+every format: ``csv`` puts a blank line and the next result's own header between them, ``json``
+writes one JSON document (an array of row objects) per statement, one a line; an EXPLAIN prints
+as text.
 
 Example::
 
@@ -21,13 +24,13 @@ from rich.console import Console
 
 import duckdb_sem
 from duckdb_sem.cli.common import connection_options, env_epilog
-from duckdb_sem.cli.formats import FORMATS, render_table, write_result
+from duckdb_sem.cli.formats import FORMATS, explain_text, render_table, write_result
 from duckdb_sem.cli.progress import run_with_progress
 from duckdb_sem.cli.statements import reads_rows, split_statements
 from duckdb_sem.errors import SemError
 from duckdb_sem.session.connection import SemConnection
 
-__all__ = ["query", "render_table"]
+__all__ = ["explain_text", "query", "render_table"]
 
 
 def _read_sql(sql: str | None, file: click.File | None) -> str:
@@ -56,6 +59,11 @@ def _read_sql(sql: str | None, file: click.File | None) -> str:
     help="Read the SQL from FILE ('-' for stdin); several statements separated by ';'.",
 )
 @click.option("--db", default=":memory:", show_default=True, help="DuckDB database file.")
+@click.option(
+    "--demo",
+    is_flag=True,
+    help="First create the bundled demo tables reviews and plots (duckdb_sem.load_demo).",
+)
 @click.option("--format", "fmt", type=click.Choice(FORMATS), default="table", show_default=True)
 @click.option("--stats/--no-stats", default=True, help="Print LLM usage after each result.")
 @click.option(
@@ -77,6 +85,7 @@ def query(
     sql: str | None,
     file: click.File | None,
     db: str,
+    demo: bool,
     fmt: str,
     stats: bool,
     show_prompts: bool,
@@ -97,6 +106,8 @@ def query(
         raise click.UsageError("the SQL holds no statement")
     try:
         con = duckdb_sem.connect(db, backend=backend, cache=cache, scheduler=scheduler)
+        if demo:
+            duckdb_sem.load_demo(con)
     except SemError as exc:
         _fail(err, exc)
     shown = 0
@@ -112,7 +123,7 @@ def query(
         except Exception as exc:  # noqa: BLE001 - DuckDB's errors too: the message, no traceback
             _fail(err, exc, statement if len(statements) > 1 else None)
         if table.num_rows or reads_rows(statement):  # DDL, DML, SET: a status, not shown
-            shown += _print(table, fmt, separate=shown > 0)
+            shown += _print(table, fmt, separate=shown > 0, explain=_is_explain(statement))
         if stats and (len(statements) == 1 or con.stats().llm_calls):
             _print_stats(err, con)
 
@@ -129,11 +140,19 @@ def _fail(err: Console, exc: BaseException, statement: str | None = None) -> NoR
     sys.exit(1)
 
 
-def _print(table: object, fmt: str, *, separate: bool) -> int:
-    """Print one result (a blank line before it when ``separate``, in CSV); 1 if printed."""
+def _print(table: object, fmt: str, *, separate: bool, explain: bool = False) -> int:
+    """Print one result (a blank line before it when ``separate``, in CSV); 1 if printed.
+
+    In ``table`` format an EXPLAIN prints as the text it is (a plan drawn inside a table box
+    is unreadable); in ``csv`` and ``json`` it stays a result like any other.
+    """
     import pyarrow as pa
 
     assert isinstance(table, pa.Table)
+    if fmt == "table" and explain:
+        sys.stdout.write(explain_text(table) + "\n")
+        sys.stdout.flush()
+        return 1
     if fmt == "table":
         Console().print(render_table(table))
         return 1

@@ -14,10 +14,14 @@ from __future__ import annotations
 import importlib.resources
 from pathlib import Path
 
-__all__ = ["DATASETS", "dataset_path"]
+from duckdb_sem.errors import ConfigError
+
+__all__ = ["DATASETS", "DEMO_TABLES", "dataset_path", "demo_path"]
 
 #: the bundled files; anything else is a typo that should fail loudly, not read an empty table
 DATASETS = ("rt_reviews.csv", "rt_plots.csv")
+#: the demo's stable table names (what the README and docs/ query) -> their bundled files
+DEMO_TABLES = {"reviews": "rt_reviews.csv", "plots": "rt_plots.csv"}
 
 
 def dataset_path(name: str) -> Path:
@@ -34,3 +38,13 @@ def dataset_path(name: str) -> Path:
             "regenerate it with `python scripts/make_datasets.py`"
         )
     return path
+
+
+def demo_path(table: str = "reviews") -> Path:
+    """The bundled CSV behind the demo table ``reviews`` or ``plots``, by its stable name.
+
+    The file names are an implementation detail of the package; the docs name the tables.
+    """
+    if table not in DEMO_TABLES:
+        raise ConfigError(f"no demo table {table!r}; choose one of {', '.join(DEMO_TABLES)}")
+    return dataset_path(DEMO_TABLES[table])

@@ -16,7 +16,9 @@ Example:
 
 from __future__ import annotations
 
+import contextvars
 import hashlib
+import logging
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -70,14 +72,30 @@ def typed_map_function(spec: TypeSpec) -> str:
     return f"__sem_map_{slug}"
 
 
+_PARSING = contextvars.ContextVar("_PARSING", default=False)
+
+
+def _not_our_command_fallback(record: logging.LogRecord) -> bool:
+    """Drop sqlglot's "Falling back to parsing as a 'Command'" warning while we parse: a
+    statement it does not model (``EXPLAIN SELECT ...``) goes to DuckDB whole, so the line is
+    noise on a user's stderr. Anyone else's sqlglot parse still gets it."""
+    return not (_PARSING.get() and "Falling back to parsing as a 'Command'" in record.msg)
+
+
+logging.getLogger("sqlglot").addFilter(_not_our_command_fallback)
+
+
 def parse_statement(sql: str) -> exp.Expr:
     """The sqlglot AST of the one statement in ``sql`` (``BindError`` saying what is wrong):
     the front end parses a semantic statement once, and both roads read this tree."""
+    token = _PARSING.set(True)
     try:
         statements = sqlglot.parse(sql, dialect="duckdb")
     except sqlglot.errors.SqlglotError as err:  # a parse or tokenizer error
         duckdb.extract_statements(sql)  # DuckDB's own parser error says best what is wrong
         raise BindError(f"cannot parse SQL with a semantic call: {err}") from None
+    finally:
+        _PARSING.reset(token)
     if len(statements) != 1 or statements[0] is None:
         raise BindError("semantic SQL must be a single statement; run statements one at a time")
     return statements[0]

@@ -40,7 +40,7 @@ def test_statements_share_one_connection_and_ddl_prints_nothing() -> None:
     sql = "CREATE TABLE t (x INTEGER); INSERT INTO t VALUES (4), (5); SELECT sum(x) AS s FROM t"
     code, out, _ = run("--format", "json", sql)
     assert code == 0
-    assert out.splitlines() == ['{"Count":2}', '{"s":9}']
+    assert out.splitlines() == ['[{"Count":2}]', '[{"s":9}]']
 
 
 def test_sql_from_a_file(tmp_path: Path) -> None:
@@ -72,10 +72,42 @@ def test_csv_writes_every_type_as_duckdb_does() -> None:
 def test_json_writes_every_type_as_duckdb_does() -> None:
     code, out, err = run("--format", "json", TYPES)
     assert code == 0, err
-    assert json.loads(out) == {
+    assert json.loads(out) == [{
         "l": [1, 2], "s": {"a": 1, "b": "x"}, "m": {"k": 2}, "d": 1.25,
         "ts": "2020-01-02 03:04:05", "b": "\\xAA\\x00", "n": None, "v": 'a,"b', "i": "3 days",
-    }  # fmt: skip
+    }]  # fmt: skip
+
+
+def test_json_writes_one_document_per_statement() -> None:
+    sql = "SELECT 1 AS a UNION ALL SELECT 2; SELECT 'x\ny\tz' AS b; SELECT 1 AS c WHERE false"
+    code, out, err = run("--format", "json", sql)
+    assert code == 0, err
+    assert [json.loads(line) for line in out.splitlines()] == [
+        [{"a": 1}, {"a": 2}],
+        [{"b": "x\ny\tz"}],
+        [],
+    ]
+
+
+def test_csv_gives_each_statement_its_own_header_after_a_blank_line() -> None:
+    code, out, err = run("--format", "csv", "SELECT 1 AS a, 2 AS b; SELECT 1 AS c WHERE false")
+    assert code == 0, err
+    assert out.split("\n\n") == ["a,b\n1,2", "c\n"]
+
+
+def test_explain_prints_as_text_not_in_a_table_box() -> None:
+    sql = (
+        "CREATE TABLE r AS SELECT range AS id, 'row ' || range AS text FROM range(4);"
+        "EXPLAIN SEMANTIC SELECT id FROM r WHERE sem_filter('Is it good? {text}');"
+        "EXPLAIN SELECT 1"
+    )
+    code, out, err = run("--format", "table", sql)
+    assert code == 0, err
+    lines = out.splitlines()
+    assert "1 equivalent plans" in lines and any(x.startswith("estimated: calls≈4") for x in lines)
+    assert any("Projection" in x for x in lines)  # DuckDB's own plan drawing
+    assert "plan" not in {x.strip("┃│ ") for x in lines}, out  # no result header, no table box
+    assert "explain_value" not in out and "physical_plan" not in out
 
 
 def test_table_renders_every_type_as_duckdb_casts_it() -> None:
