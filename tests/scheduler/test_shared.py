@@ -50,8 +50,11 @@ def test_one_scheduler_per_backend_identity_whatever_cache_or_policy(tmp_path: P
 
 
 def test_the_last_connection_closes_the_scheduler_and_its_backend() -> None:
-    first = duckdb_sem.connect(backend="test:", cache="off")
-    second = duckdb_sem.connect(backend="test:", cache="off")
+    # an identity of its own: a connection another test left to the garbage collector must
+    # not hold a share of this scheduler
+    spec = "test:?yes_if=fine|last-connection-test"
+    first = duckdb_sem.connect(backend=spec, cache="off")
+    second = duckdb_sem.connect(backend=spec, cache="off")
     answer = first.sql("SELECT sem_filter('{0} is fine', 'x')").fetchall()
     scheduler = _scheduler(first)
     closed: list[str] = []
@@ -63,7 +66,7 @@ def test_the_last_connection_closes_the_scheduler_and_its_backend() -> None:
     assert closed == [] and second.sql("SELECT sem_filter('{0} is fine', 'x')").fetchall()
     second.close()
     assert closed == ["backend"] and scheduler._closed
-    third = duckdb_sem.connect(backend="test:", cache="off")
+    third = duckdb_sem.connect(backend=spec, cache="off")
     assert _scheduler(third) is not scheduler  # a fresh one
     assert third.sql("SELECT sem_filter('{0} is fine', 'x')").fetchall() == answer
     third.close()
