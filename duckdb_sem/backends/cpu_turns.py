@@ -17,7 +17,7 @@ stuck; a *stopped* one (Ctrl-Z) holds its turn until it is resumed.
 Fairness: ``flock`` hands a released lock to whoever asks first, and a process that releases
 and asks again at once would win every time. A waiting process therefore holds a shared lock on
 a second file (``cpu.wait``) while it waits; a process ending its turn that finds a waiter
-steps aside for a moment before its next turn.
+steps aside until the waiter holds the turn (at most 20 ms) before asking again.
 
 Weights are memory-mapped by llama.cpp, so processes on one machine share their pages; what
 each process adds is its own KV cache and buffers (``benchmarks/bench_processes.py`` measures
@@ -47,8 +47,10 @@ __all__ = ["cpu_turn", "lock_dir", "turn_count"]
 
 log = logging.getLogger(__name__)
 
-#: how long a process that ends its turn with a waiter steps aside (seconds)
-_STEP_ASIDE_S = 0.002
+#: how long at most a process that ends its turn with a waiter steps aside, and how often it
+#: looks whether the waiter has taken the turn (seconds)
+_STEP_ASIDE_S = 0.02
+_POLL_S = 0.0005
 
 _local = threading.RLock()  # one thread of this process at a time
 _depth = 0  # nesting of turns held by the thread holding _local
@@ -127,12 +129,19 @@ def _acquire(lock: IO[bytes]) -> None:
 
 
 def _step_aside_for_a_waiter() -> None:
+    """While another process waits for the turn (holds ``cpu.wait``), give it time to take
+    it: a waiter lets go of ``cpu.wait`` once it holds the turn. At most :data:`_STEP_ASIDE_S`."""
     wait = _file("wait")
     if wait is None:
         return
-    try:
-        fcntl.flock(wait, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except BlockingIOError:  # a process waits for the turn: let it take it
-        time.sleep(_STEP_ASIDE_S)
+    deadline = time.monotonic() + _STEP_ASIDE_S
+    while True:
+        try:
+            fcntl.flock(wait, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:  # a process waits for the turn
+            if time.monotonic() >= deadline:
+                return
+            time.sleep(_POLL_S)
+            continue
+        fcntl.flock(wait, fcntl.LOCK_UN)
         return
-    fcntl.flock(wait, fcntl.LOCK_UN)
