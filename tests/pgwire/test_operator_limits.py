@@ -181,3 +181,30 @@ def test_bad_startup_options_fail_as_in_postgresql(
         psycopg.connect(server.dsn(options=options))
     expected = str(from_pg.value).split("FATAL:")[-1].strip().splitlines()[0]
     assert expected in str(from_server.value)
+
+
+def test_a_session_keeps_its_limits_and_zone_when_its_cursor_is_replaced() -> None:
+    """After a cancel the session gets a new DuckDB cursor; its budget and count stay."""
+    from duckdb_sem.pgwire.database import Database, DatabaseOptions
+    from duckdb_sem.pgwire.limits import Limiter, OperatorLimits, SessionLimits
+    from duckdb_sem.pgwire.runner import Runner
+
+    db = Database(DatabaseOptions(backend=BACKEND, cache="off"))
+    try:
+        limits = OperatorLimits(llm_calls_per_query=9, llm_calls_per_session=12)
+        runner = Runner(db, limits=SessionLimits(Limiter(limits, db.settings)))
+        runner.run_statement("SET duckdb_sem.max_llm_calls = 4", [])
+        runner.run_statement("SET TimeZone = 'Asia/Tokyo'", [])
+        session_quota = runner.con.budget.quotas[0]
+        old = runner.con
+        runner.execution.reconnect()
+        assert runner.con is not old
+        assert runner.con.budget.max_llm_calls == 4
+        (row,), _ = runner.run_statement("SHOW duckdb_sem.max_llm_calls", []).take(None)
+        assert row.endswith(b"\x00\x00\x00\x014")  # one DataRow: the value "4"
+        assert runner.con.budget.quotas[0] is session_quota
+        zone = runner.con.duckdb.execute("SELECT current_setting('TimeZone')").fetchone()
+        assert zone == ("Asia/Tokyo",)
+        runner.con.close()
+    finally:
+        db.close()

@@ -141,5 +141,11 @@ def test_semantic_queries_follow_the_session_zone(server: WireProcess) -> None:
             f"SELECT list({stamp} ORDER BY id)::VARCHAR, list(hour({stamp}) ORDER BY id)::VARCHAR, "
             f"max({stamp}) FROM reviews WHERE id IN (1, 3)",
         )
+        explained = conn.execute(
+            f"EXPLAIN SEMANTIC VERBOSE SELECT id FROM (SELECT id, text, {stamp} AS ts FROM "
+            "reviews) WHERE sem_filter('At {ts}: {text}')".encode()
+        ).fetchall()
     assert semantic == plain
     assert plain[2] == "2024-01-02 03:30:00+01" and plain[1] == "[1, 3]"
+    # the prompt renders the value in the session's zone too
+    assert "At 2024-01-02 01:30:00+01" in "\n".join(row[0] for row in explained)
