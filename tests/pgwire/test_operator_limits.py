@@ -199,9 +199,9 @@ def test_a_session_keeps_its_limits_and_zone_when_its_cursor_is_replaced() -> No
         old = runner.con
         runner.execution.reconnect()
         assert runner.con is not old
-        assert runner.con.budget.max_llm_calls == 4
         (row,), _ = runner.run_statement("SHOW duckdb_sem.max_llm_calls", []).take(None)
         assert row.endswith(b"\x00\x00\x00\x014")  # one DataRow: the value "4"
+        assert runner.con.budget.max_llm_calls == 4  # bound when the next statement starts
         assert runner.con.budget.quotas[0] is session_quota
         zone = runner.con.duckdb.execute("SELECT current_setting('TimeZone')").fetchone()
         assert zone == ("Asia/Tokyo",)
