@@ -71,6 +71,7 @@ class Runner:
         self.settings["application_name"] = application_name
         #: the session's budget under the server's operator limits (kept across reconnects)
         self.limits = limits or SessionLimits(Limiter(OperatorLimits(), db.settings))
+        self._zone = SERVER_ZONE  # the IANA name of the session's zone, as DuckDB has it
         self._bound: SemConnection | None = None
         self._bind()
         self.tx = Transaction()
@@ -92,7 +93,7 @@ class Runner:
         """Put the session's budget and time zone on its connection (a new one after a cancel)."""
         if self.con is not self._bound:
             self.limits.bind(self.con)  # a cursor starts in the machine's zone: set the session's
-            self.con.duckdb.execute("SET TimeZone = $1", [self.settings["timezone"]])
+            self.con.duckdb.execute("SET TimeZone = $1", [self._zone])
             self._bound = self.con
 
     def apply_startup(self, settings: list[tuple[str, str]]) -> None:
@@ -242,10 +243,12 @@ class Runner:
             )
         # the TimeZone is DuckDB's cursor's too: it reads and renders timestamptz in it
         if isinstance(command, cmd.Set) and command.name == "timezone":
-            command = cmd.Set("timezone", resolve_zone(command.value))
-            self.con.duckdb.execute("SET TimeZone = $1", [command.value])
+            zone = resolve_zone(command.value)
+            self.con.duckdb.execute("SET TimeZone = $1", [zone.iana])
+            command, self._zone = cmd.Set("timezone", zone.shown), zone.iana
         elif isinstance(command, cmd.Reset) and command.name in {"timezone", "all"}:
             self.con.duckdb.execute("SET TimeZone = $1", [SERVER_ZONE])
+            self._zone = SERVER_ZONE
             if command.name == "all":  # the budgets go back to the server's defaults too
                 for name in BUDGET_SETTINGS:
                     self.limits.set(self.con, name, None)

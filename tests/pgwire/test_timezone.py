@@ -31,7 +31,7 @@ VALUES = (
 )
 QUERY = "SELECT " + ", ".join(VALUES)
 ZONES = ("Europe/Berlin", "Asia/Kolkata", "America/St_Johns", "Europe/Amsterdam", "UTC",
-         "europe/berlin")  # fmt: skip
+         "europe/berlin", "UTC+3", "GMT-02:00", "-7", "+05")  # fmt: skip
 
 
 def _texts(conn: Conn, sql: str) -> tuple[Any, ...]:
@@ -78,6 +78,8 @@ def test_set_timezone_renders_as_postgresql(both: tuple[Conn, Conn], zone: str) 
 def test_set_time_zone_forms_and_errors(both: tuple[Conn, Conn]) -> None:
     pg, ours = both
     for conn in (pg, ours):
+        conn.execute(b"SET TIME ZONE -7")
+        assert conn.execute(b"SHOW TimeZone").fetchall() == [("<-07>+07",)]
         conn.execute(b"SET TIME ZONE 'Asia/Tokyo'")
         assert conn.execute(b"SHOW TimeZone").fetchall() == [("Asia/Tokyo",)]
         assert _texts(conn, VALUES[0].join(("SELECT ", ""))) == ("2024-01-01 21:00:00+09",)
