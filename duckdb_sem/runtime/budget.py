@@ -58,6 +58,15 @@ def parse_setting(name: str, value: str | None) -> int | None:
         ) from None
 
 
+def _sentence(advice: str, rest: str) -> str:
+    """The advice and the rest of a message's last sentence; without advice, the rest alone
+    (its leading ``or`` dropped), capitalised."""
+    if advice:
+        return advice + rest
+    rest = rest.removeprefix("or ")
+    return rest[:1].upper() + rest[1:]
+
+
 @dataclass(frozen=True, slots=True)
 class Ceiling:
     """An operator's caps on the per-query settings (None: no cap); ``origins`` says where each
@@ -114,14 +123,21 @@ class Budget:
             or any(q.limited for q in self.quotas)
         )
 
-    def _limit(self, name: str) -> tuple[int | None, str]:
-        """The limit a check applies to ``name``, and the advice its message gives."""
+    def _limit(self, name: str) -> tuple[int | None, str, str]:
+        """The limit a check applies to ``name``; what its message notes about it (empty, or
+        whose cap it is) and the advice that starts its last sentence."""
         own: int | None = getattr(self, name)
         cap = None if self.ceiling is None else getattr(self.ceiling, name)
         if self.ceiling is not None and cap is not None and (own is None or cap <= own):
-            return cap, f"this server's cap per query (set by {self.ceiling.where(name)})"
+            return cap, f"; this server's cap per query, set by {self.ceiling.where(name)}", ""
+        if cap is not None:  # SET lowered it under the operator's cap
+            return (
+                own,
+                "",
+                f"Raise it up to this server's cap of {cap} (SET duckdb_sem.{name} = N), ",
+            )
         env = "DUCKDB_SEM_" + name.upper()
-        return own, f"Raise it (SET duckdb_sem.{name} = N, connect({name}=N) or {env})"
+        return own, "", f"Raise it (SET duckdb_sem.{name} = N, connect({name}=N) or {env}), "
 
     def check(
         self,
@@ -140,28 +156,25 @@ class Budget:
         if not fresh:
             return
         calls = calls_so_far + len(fresh)
-        limit, how = self._limit("max_llm_calls")
+        limit, note, advice = self._limit("max_llm_calls")
         if limit is not None and calls > limit:
-            capped = how.startswith("this server")
+            rest = _sentence(
+                advice, "add a LIMIT or a filter, or check the cost first with EXPLAIN SEMANTIC"
+            )
             raise BudgetExceededError(
-                f"query {query_id} would make more than max_llm_calls={limit} "
-                f"LLM calls ({calls_so_far} made, {len(fresh)} more in the next batch"
-                + (f"; {how}" if capped else "")
-                + "); the answers so far are cached. "
-                + ("Add" if capped else how + ", add")
-                + " a LIMIT or a filter, or check the cost first with EXPLAIN SEMANTIC"
+                f"query {query_id} would make more than max_llm_calls={limit} LLM calls "
+                f"({calls_so_far} made, {len(fresh)} more in the next batch{note}); the answers "
+                f"so far are cached. {rest}"
             )
         batch = sum(estimate_tokens(r.prefix) + estimate_tokens(r.row) for r in fresh)
         tokens = tokens_so_far + batch
-        limit, how = self._limit("max_prompt_tokens")
+        limit, note, advice = self._limit("max_prompt_tokens")
         if limit is not None and tokens > limit:
-            capped = how.startswith("this server")
+            rest = _sentence(advice, "or check the cost first with EXPLAIN SEMANTIC")
             raise BudgetExceededError(
-                f"query {query_id} would send more than max_prompt_tokens="
-                f"{limit} prompt tokens (about {tokens:,} with the next batch; "
-                f"{tokens_so_far:,} sent" + (f"; {how}" if capped else "") + "); the answers so "
-                "far are cached. " + ("Check" if capped else how + ", or check") + " the cost "
-                "first with EXPLAIN SEMANTIC"
+                f"query {query_id} would send more than max_prompt_tokens={limit} prompt tokens "
+                f"(about {tokens:,} with the next batch; {tokens_so_far:,} sent{note}); the "
+                f"answers so far are cached. {rest}"
             )
         drawn: list[Quota] = []
         try:
