@@ -99,7 +99,6 @@ class Runner:
     def apply_startup(self, settings: list[tuple[str, str]]) -> None:
         """The startup packet's settings (:mod:`.startup`), each as ``SET`` would apply it."""
         for name, value in settings:
-            check_setting_name(name)
             self._command(cmd.Set(name, value), [])
 
     def reported(self) -> dict[str, str]:
@@ -253,6 +252,8 @@ class Runner:
                 for name in BUDGET_SETTINGS:
                     self.limits.set(self.con, name, None)
         if isinstance(command, cmd.Set | cmd.Reset):
+            if command.name != "all":
+                check_setting_name(command.name)  # as PostgreSQL: 42704 for an unknown name
             result = run_setting(self.settings, command)
             self.con.execute(settings_macro(self.settings))  # current_setting() sees it too
             return result

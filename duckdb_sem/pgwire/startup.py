@@ -5,8 +5,9 @@ as one ``options`` parameter; PostgreSQL splits it on spaces (a backslash keeps 
 character, so ``-c search_path=a,\\ b``), reads ``-c name=value`` and ``--name=value`` (a dash in
 the name is an underscore), then applies the other startup parameters (``application_name``,
 and any setting a driver sends by name, such as pgjdbc's ``TimeZone``), which win over the
-options. Each name is judged as PostgreSQL 15 judges it (:mod:`.gucs`); a bad one ends the
-connection with a FATAL error of PostgreSQL's SQLSTATE before the session starts.
+options. Each name is judged as PostgreSQL 15 judges it (:mod:`.gucs`), as ``SET`` judges it;
+a bad one ends the connection with a FATAL error of PostgreSQL's SQLSTATE before the session
+starts.
 
 Example: ``startup_settings({"user": "u", "options": "-c TimeZone=Asia/Tokyo"})`` is
 ``[("timezone", "Asia/Tokyo")]``.
@@ -20,7 +21,7 @@ from duckdb_sem.errors import ConfigError
 from duckdb_sem.pgwire.commands import SESSION_DEFAULTS
 from duckdb_sem.pgwire.gucs import CONTEXTS
 
-__all__ = ["StartupSettingError", "check_setting_name", "split_options", "startup_settings"]
+__all__ = ["SettingNameError", "check_setting_name", "split_options", "startup_settings"]
 
 #: startup parameters that are not settings
 _NOT_SETTINGS = frozenset({"user", "database", "options", "replication"})
@@ -29,8 +30,9 @@ _SETTABLE = (
 )
 
 
-class StartupSettingError(ConfigError):
-    """A startup setting PostgreSQL would refuse; ``sqlstate`` is PostgreSQL's for the case."""
+class SettingNameError(ConfigError):
+    """A setting (at connect or in ``SET``) PostgreSQL would refuse; ``sqlstate`` is
+    PostgreSQL's for the case (42704, 55P02, 42501, 42601)."""
 
     def __init__(self, message: str, *, sqlstate: str) -> None:
         super().__init__(message)
@@ -63,7 +65,7 @@ def split_options(text: str) -> list[str]:
 def _long_option(arg: str, shown: str) -> tuple[str, str]:
     name, sep, value = arg.partition("=")
     if not sep:
-        raise StartupSettingError(f"{shown} requires a value", sqlstate="42601")
+        raise SettingNameError(f"{shown} requires a value", sqlstate="42601")
     return name.replace("-", "_").lower(), value
 
 
@@ -81,7 +83,7 @@ def _options(text: str) -> list[tuple[str, str]]:
         elif arg.startswith("--") and len(arg) > 2:
             out.append(_long_option(arg[2:], arg))
         else:
-            raise StartupSettingError(
+            raise SettingNameError(
                 f"invalid command-line argument for server process: {arg} (this server reads "
                 "only -c name=value and --name=value in options)",
                 sqlstate="42601",
@@ -100,16 +102,17 @@ def startup_settings(params: Mapping[str, str]) -> list[tuple[str, str]]:
 
 
 def check_setting_name(name: str) -> None:
-    """Raise as PostgreSQL 15 would at connect for a setting ``name`` no session may set."""
+    """Raise as PostgreSQL 15 would for a setting ``name`` no session may set (at connect, in
+    ``SET`` and ``RESET``)."""
     if "." in name or name in _SETTABLE:
         return  # a dotted name is an extension's (duckdb_sem.* is checked when applied)
     if name in CONTEXTS["superuser"] or name in CONTEXTS["superuser-backend"]:
-        raise StartupSettingError(f'permission denied to set parameter "{name}"', sqlstate="42501")
+        raise SettingNameError(f'permission denied to set parameter "{name}"', sqlstate="42501")
     if name in CONTEXTS["postmaster"]:
-        raise StartupSettingError(
+        raise SettingNameError(
             f'parameter "{name}" cannot be changed without restarting the server',
             sqlstate="55P02",
         )
     if name in CONTEXTS["sighup"] or name in CONTEXTS["internal"]:
-        raise StartupSettingError(f'parameter "{name}" cannot be changed now', sqlstate="55P02")
-    raise StartupSettingError(f'unrecognized configuration parameter "{name}"', sqlstate="42704")
+        raise SettingNameError(f'parameter "{name}" cannot be changed now', sqlstate="55P02")
+    raise SettingNameError(f'unrecognized configuration parameter "{name}"', sqlstate="42704")

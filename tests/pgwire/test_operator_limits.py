@@ -208,3 +208,28 @@ def test_a_session_keeps_its_limits_and_zone_when_its_cursor_is_replaced() -> No
         runner.con.close()
     finally:
         db.close()
+
+
+def test_set_judges_names_as_postgresql(server: WireProcess, needs_pg: None) -> None:
+    script = [
+        "SET dsem_no_such_setting = 1",
+        "RESET dsem_no_such_setting",
+        "SET shared_buffers = '1MB'",
+        "SET wal_sender_timeout = '5s'",
+        "SET dsem.custom = 'x'",
+        "SHOW dsem.custom",
+        "SET extra_float_digits = 3",
+    ]
+    seen = []
+    for dsn in (PG_DSN, server.dsn()):
+        outcome = []
+        with psycopg.connect(dsn, autocommit=True) as conn:
+            for sql in script:
+                try:
+                    cur = conn.execute(sql.encode())
+                    outcome.append(cur.fetchall() if cur.description else cur.statusmessage)
+                except psycopg.Error as err:
+                    outcome.append(err.sqlstate)
+        seen.append(outcome)
+    assert seen[0] == seen[1]
+    assert seen[1][:3] == ["42704", "42704", "55P02"]

@@ -11,7 +11,7 @@ import pytest
 from duckdb_sem.config import Settings
 from duckdb_sem.pgwire.limits import Limiter, OperatorLimits
 from duckdb_sem.pgwire.startup import (
-    StartupSettingError,
+    SettingNameError,
     check_setting_name,
     split_options,
     startup_settings,
@@ -53,7 +53,7 @@ def test_options_first_then_the_other_parameters() -> None:
     ],
 )
 def test_malformed_options(options: str, sqlstate: str, message: str) -> None:
-    with pytest.raises(StartupSettingError, match=message) as caught:
+    with pytest.raises(SettingNameError, match=message) as caught:
         startup_settings({"options": options})
     assert caught.value.sqlstate == sqlstate
 
@@ -74,7 +74,7 @@ def test_names_are_judged_as_postgresql_15_judges_them(name: str, sqlstate: str 
     if sqlstate is None:
         check_setting_name(name)
         return
-    with pytest.raises(StartupSettingError) as caught:
+    with pytest.raises(SettingNameError) as caught:
         check_setting_name(name)
     assert caught.value.sqlstate == sqlstate
 
