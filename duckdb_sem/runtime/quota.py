@@ -46,8 +46,8 @@ class Quota:
         origin: str = "",
         period: Callable[[], object] | None = None,
     ) -> None:
-        for name, value in (("max_llm_calls", max_llm_calls), ("max_prompt_tokens",
-                                                               max_prompt_tokens)):  # fmt: skip
+        caps = {"max_llm_calls": max_llm_calls, "max_prompt_tokens": max_prompt_tokens}
+        for name, value in caps.items():
             if value is not None and value < 0:
                 raise ConfigError(
                     f"{scope}: {name} must be >= 0 (or unset for no cap), got {value}"
