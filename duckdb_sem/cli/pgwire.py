@@ -97,6 +97,44 @@ def _split_listen(listen: str) -> tuple[str, int]:
     type=click.IntRange(1, 1024),
     help="Largest protocol message after authentication, in MiB (before it: 64 KiB).",
 )
+@click.option(
+    "--max-llm-calls-per-query",
+    type=click.IntRange(0),
+    default=None,
+    help="Cap on one query's backend LLM calls; clients may SET duckdb_sem.max_llm_calls lower, "
+    "never higher (default: DUCKDB_SEM_MAX_LLM_CALLS, else none).",
+)
+@click.option(
+    "--max-prompt-tokens-per-query",
+    type=click.IntRange(0),
+    default=None,
+    help="Cap on one query's prompt tokens, as --max-llm-calls-per-query "
+    "(default: DUCKDB_SEM_MAX_PROMPT_TOKENS, else none).",
+)
+@click.option(
+    "--max-llm-calls-per-session",
+    type=click.IntRange(0),
+    default=None,
+    help="Cap on the backend LLM calls of all of one session's queries (54000 once spent).",
+)
+@click.option(
+    "--max-prompt-tokens-per-session",
+    type=click.IntRange(0),
+    default=None,
+    help="Cap on the prompt tokens of all of one session's queries.",
+)
+@click.option(
+    "--max-llm-calls-per-day",
+    type=click.IntRange(0),
+    default=None,
+    help="Cap on the backend LLM calls of every session together in a UTC day.",
+)
+@click.option(
+    "--max-prompt-tokens-per-day",
+    type=click.IntRange(0),
+    default=None,
+    help="Cap on the prompt tokens of every session together in a UTC day.",
+)
 def pgwire(
     db_path: str,
     listen: str,
@@ -115,10 +153,22 @@ def pgwire(
     max_connections: int,
     auth_timeout: float,
     max_message: int,
+    max_llm_calls_per_query: int | None,
+    max_prompt_tokens_per_query: int | None,
+    max_llm_calls_per_session: int | None,
+    max_prompt_tokens_per_session: int | None,
+    max_llm_calls_per_day: int | None,
+    max_prompt_tokens_per_day: int | None,
 ) -> None:
-    """Serve DB over the PostgreSQL wire protocol: psql, psycopg, BI tools, postgres_fdw."""
+    """Serve DB over the PostgreSQL wire protocol: psql, psycopg, BI tools, postgres_fdw.
+
+    The --max-* caps bind every client: SET duckdb_sem.max_llm_calls may lower the per-query
+    cap for its session, never raise or lift it (22023); RESET goes back to the cap. Clients'
+    -c options (PGOPTIONS, psycopg options=) apply at connect, as in PostgreSQL.
+    """
     from duckdb_sem.pgwire import Database, DatabaseOptions, ServerOptions, WireServer
     from duckdb_sem.pgwire.auth import load_users
+    from duckdb_sem.pgwire.limits import OperatorLimits
 
     host, port = _split_listen(listen)
     sources: list[tuple[str, str]] = []
@@ -156,6 +206,14 @@ def pgwire(
                 max_connections=max_connections,
                 auth_timeout=auth_timeout,
                 max_message=max_message * 1024 * 1024,
+                limits=OperatorLimits(
+                    llm_calls_per_query=max_llm_calls_per_query,
+                    prompt_tokens_per_query=max_prompt_tokens_per_query,
+                    llm_calls_per_session=max_llm_calls_per_session,
+                    prompt_tokens_per_session=max_prompt_tokens_per_session,
+                    llm_calls_per_day=max_llm_calls_per_day,
+                    prompt_tokens_per_day=max_prompt_tokens_per_day,
+                ),
             ),
         )
     except ConfigError as err:

@@ -184,6 +184,8 @@ class Database:
             con.execute("SET allow_community_extensions = false")
             con.execute("SET autoinstall_known_extensions = false")
             con.execute("SET autoload_known_extensions = false")
+        # each session's TimeZone is its own cursor's (pgwire.timezone); SET GLOBAL is refused
+        con.execute("SET allowed_configs = ['TimeZone']")
         con.execute("SET lock_configuration = true")
 
     def session(self) -> SemConnection:

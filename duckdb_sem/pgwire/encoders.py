@@ -60,14 +60,29 @@ def text_float(v: Any) -> bytes:
     return repr(float(v)).encode()
 
 
+def _clock(v: Any) -> str:
+    """``2024-01-02 03:04:05.5``: as PostgreSQL prints it, trailing zeros of the fraction cut."""
+    text: str = v.replace(tzinfo=None).isoformat(sep=" ")
+    return text.rstrip("0") if "." in text else text
+
+
 def text_timestamp(v: Any) -> bytes:
-    text: str = v.isoformat(sep=" ")
-    return text.encode()
+    return _clock(v).encode()
 
 
 def text_timestamptz(v: Any) -> bytes:
-    text: str = v.astimezone(dt.UTC).replace(tzinfo=None).isoformat(sep=" ")
-    return (text + "+00").encode()
+    """In the value's own zone, which is the session's ``TimeZone`` (DuckDB's Arrow results
+    carry it): ``2024-01-01 13:00:00+01``, ``+05:30``, ``+00:19:32`` as PostgreSQL writes them."""
+    offset = v.utcoffset()
+    if offset is None:
+        v, offset = v.replace(tzinfo=dt.UTC), dt.timedelta(0)
+    seconds = int(offset.total_seconds())
+    sign = "-" if seconds < 0 else "+"
+    hours, rest = divmod(abs(seconds), 3600)
+    minutes, secs = divmod(rest, 60)
+    zone = f"{sign}{hours:02d}" + (f":{minutes:02d}" if minutes or secs else "")
+    zone += f":{secs:02d}" if secs else ""
+    return (_clock(v) + zone).encode()
 
 
 def text_bytes(v: Any) -> bytes:

@@ -39,6 +39,8 @@ _SECRET = re.compile(
     r"(?:PERSISTENT\s+|TEMP\s+|TEMPORARY\s+)?)SECRET\b",
     re.I,
 )
+_TIME_ZONE = re.compile(r"time\W*zone", re.I)
+_VARIABLE = re.compile(r"^\s*(?:SET|RESET)\s+VARIABLE\b", re.I)
 _DETACH = re.compile(rf"^DETACH\s+(?:DATABASE\s+)?(?:IF\s+EXISTS\s+)?(?P<name>{_NAME})", re.I)
 
 
@@ -81,6 +83,12 @@ class Policy:
                     f"{name} is a duckdb-sem function and cannot be created or dropped: "
                     "choose another name"
                 )
+        if parsed.type == T.SET and _TIME_ZONE.search(text) and not _VARIABLE.match(text):
+            # the one DuckDB setting a session may change (its own cursor's, pgwire.timezone)
+            raise RefusedError(
+                "TimeZone is each session's own: use SET TimeZone = 'Europe/Berlin' (SET GLOBAL "
+                "or PRAGMA would change it for every session)"
+            )
         if _SECRET.match(text):
             raise RefusedError("secrets are shared by every session: configure them on the server")
         if self.read_only:

@@ -31,11 +31,15 @@ from duckdb_sem.pgwire.catalog_macros import settings_macro
 from duckdb_sem.pgwire.copy_out import copy_format
 from duckdb_sem.pgwire.database import Database
 from duckdb_sem.pgwire.execution import Execution
+from duckdb_sem.pgwire.limits import Limiter, OperatorLimits, SessionLimits
 from duckdb_sem.pgwire.portals import Portal, Statement
 from duckdb_sem.pgwire.prepare import typed_prepare
 from duckdb_sem.pgwire.results import Result
 from duckdb_sem.pgwire.settings import run_setting
+from duckdb_sem.pgwire.startup import check_setting_name
+from duckdb_sem.pgwire.timezone import SERVER_ZONE, resolve_zone
 from duckdb_sem.pgwire.transaction import Transaction, Write
+from duckdb_sem.runtime.budget import SETTINGS as BUDGET_SETTINGS
 from duckdb_sem.session.connection import SemConnection
 from duckdb_sem.surface.model_statements import ModelStatement, parse_model_statement
 
@@ -59,11 +63,17 @@ class Runner:
         *,
         application_name: str = "",
         guard: Callable[[], AbstractContextManager[None]] | None = None,
+        limits: SessionLimits | None = None,
     ) -> None:
         self.db = db
         self.execution = Execution(db, guard=guard)
         self.settings = dict(cmd.SESSION_DEFAULTS)
         self.settings["application_name"] = application_name
+        #: the session's budget under the server's operator limits (kept across reconnects)
+        self.limits = limits or SessionLimits(Limiter(OperatorLimits(), db.settings))
+        self._zone = SERVER_ZONE  # the IANA name of the session's zone, as DuckDB has it
+        self._bound: SemConnection | None = None
+        self._bind()
         self.tx = Transaction()
         self.statements: dict[str, Statement] = {}
         self.portals: dict[str, Portal] = {}
@@ -78,6 +88,25 @@ class Runner:
     def con(self) -> SemConnection:
         """The session's connection (replaced after a cancelled statement)."""
         return self.execution.con
+
+    def _bind(self) -> None:
+        """Put the session's budget and time zone on its connection (a new one after a cancel)."""
+        if self.con is not self._bound:
+            self.limits.bind(self.con)  # a cursor starts in the machine's zone: set the session's
+            self.con.duckdb.execute("SET TimeZone = $1", [self._zone])
+            self._bound = self.con
+
+    def apply_startup(self, settings: list[tuple[str, str]]) -> None:
+        """The startup packet's settings (:mod:`.startup`), each as ``SET`` would apply it."""
+        for name, value in settings:
+            self._command(cmd.Set(name, value), [])
+
+    def reported(self) -> dict[str, str]:
+        """The settings PostgreSQL reports to the client (ParameterStatus) when they change."""
+        return {
+            "TimeZone": self.settings["timezone"],
+            "application_name": self.settings["application_name"],
+        }
 
     def portal(self, name: str) -> Portal:
         portal = self.portals.get(name)
@@ -95,6 +124,7 @@ class Runner:
         return portal.result
 
     def run_statement(self, sql: str, params: list[Any]) -> Result:
+        self._bind()
         command = cmd.parse_command(sql)
         if self.status == b"E" and not isinstance(command, cmd.End | cmd.RollbackToSavepoint):
             raise _TxAborted(
@@ -201,7 +231,8 @@ class Runner:
             # the connection's own settings (budgets, approximation): applied there, shown by
             # SHOW as well
             option = command.name.removeprefix("duckdb_sem.")
-            self.con.set_option(option, command.value if isinstance(command, cmd.Set) else None)
+            value = command.value if isinstance(command, cmd.Set) else None
+            self.limits.set(self.con, option, value)  # within the operator's caps
             self.settings[command.name] = self.con.option_value(option)
             return Result.command("SET" if isinstance(command, cmd.Set) else "RESET")
         if isinstance(command, cmd.Show) and command.name.startswith("duckdb_sem."):
@@ -209,7 +240,20 @@ class Runner:
             self.settings[command.name] = self.con.option_value(
                 command.name.removeprefix("duckdb_sem.")
             )
+        # the TimeZone is DuckDB's cursor's too: it reads and renders timestamptz in it
+        if isinstance(command, cmd.Set) and command.name == "timezone":
+            zone = resolve_zone(command.value)
+            self.con.duckdb.execute("SET TimeZone = $1", [zone.iana])
+            command, self._zone = cmd.Set("timezone", zone.shown), zone.iana
+        elif isinstance(command, cmd.Reset) and command.name in {"timezone", "all"}:
+            self.con.duckdb.execute("SET TimeZone = $1", [SERVER_ZONE])
+            self._zone = SERVER_ZONE
+            if command.name == "all":  # the budgets go back to the server's defaults too
+                for name in BUDGET_SETTINGS:
+                    self.limits.set(self.con, name, None)
         if isinstance(command, cmd.Set | cmd.Reset):
+            if command.name != "all":
+                check_setting_name(command.name)  # as PostgreSQL: 42704 for an unknown name
             result = run_setting(self.settings, command)
             self.con.execute(settings_macro(self.settings))  # current_setting() sees it too
             return result

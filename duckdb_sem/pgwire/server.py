@@ -9,7 +9,13 @@ Limits (:class:`ServerOptions`): at most ``max_connections`` connections (one mo
 ``auth_timeout`` seconds (``authentication_timeout``); a message before authentication may be at
 most ``MAX_AUTH_MESSAGE`` bytes, after it ``max_message`` bytes (FATAL 08P01, nothing of it
 read). A client that disconnects while its statement runs has the statement cancelled
-(:mod:`.hangup`).
+(:mod:`.hangup`). The operator's caps on LLM work (``limits``, :mod:`.limits`) bind every
+session: per query, per session and, over all sessions, per day.
+
+After authentication the session applies the startup packet's settings (``-c`` options,
+``application_name``, :mod:`.startup`) before the server reports its parameters, so a client
+that connects with ``-c TimeZone=Asia/Tokyo`` is told ``TimeZone=Asia/Tokyo``; a setting
+PostgreSQL would refuse ends the connection with its FATAL error.
 """
 
 from __future__ import annotations
@@ -27,13 +33,17 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import BinaryIO
 
-from duckdb_sem.errors import ConfigError
+import duckdb
+
+from duckdb_sem.errors import ConfigError, SemError
 from duckdb_sem.pgwire import messages as m
 from duckdb_sem.pgwire.auth import MECHANISM, AuthFailed, ScramExchange, Verifier
 from duckdb_sem.pgwire.catalog import SERVER_VERSION
 from duckdb_sem.pgwire.database import Database
 from duckdb_sem.pgwire.hangup import HangupWatcher
+from duckdb_sem.pgwire.limits import Limiter, OperatorLimits, SessionLimits
 from duckdb_sem.pgwire.session import Session
+from duckdb_sem.pgwire.sqlstate import describe_error
 
 __all__ = ["ServerOptions", "WireServer"]
 
@@ -52,6 +62,8 @@ class ServerOptions:
     max_connections: int = 100
     auth_timeout: float = 10.0
     max_message: int = m.MAX_MESSAGE
+    #: the operator's caps on LLM work, which no client SET can raise
+    limits: OperatorLimits = field(default_factory=OperatorLimits)
 
 
 class _Startup(Exception):
@@ -76,6 +88,7 @@ class WireServer:
         self._connections = 0
         self._refusing = 0
         self._hangups = HangupWatcher()
+        self._limiter = Limiter(options.limits, db.settings)  # holds the day's quota
         self._sock = _listen(options.host, options.port)
         self.port = int(self._sock.getsockname()[1])
         self._closed = threading.Event()
@@ -190,7 +203,7 @@ class WireServer:
             self._authenticate(sock, stream, user)
         sock.settimeout(None)
         pid, secret = next(self._pids), secrets.randbits(31)
-        sock.sendall(b"".join(self._greeting(params, pid, secret)))
+        sock.sendall(m.auth_ok())
         fd = sock.fileno()
         session: Session | None = None
 
@@ -198,14 +211,19 @@ class WireServer:
             if session is not None:
                 session.cancel()
 
-        session = Session(
-            self.db,
-            stream,
-            sock.sendall,
-            startup=params,
-            max_message=self.options.max_message,
-            guard=lambda: self._hangups.watching(fd, cancel),
-        )
+        try:
+            session = Session(
+                self.db,
+                stream,
+                sock.sendall,
+                startup=params,
+                max_message=self.options.max_message,
+                guard=lambda: self._hangups.watching(fd, cancel),
+                limits=SessionLimits(self._limiter),
+            )
+        except (SemError, duckdb.Error) as err:
+            raise _Startup(*describe_error(err)) from None
+        sock.sendall(b"".join(self._greeting(params, pid, secret, session)))
         with self._lock:
             self._sessions[pid] = (secret, session)
         try:
@@ -214,22 +232,22 @@ class WireServer:
             with self._lock:
                 self._sessions.pop(pid, None)
 
-    def _greeting(self, params: dict[str, str], pid: int, secret: int) -> list[bytes]:
+    def _greeting(
+        self, params: dict[str, str], pid: int, secret: int, session: Session
+    ) -> list[bytes]:
         status = {
             "server_version": SERVER_VERSION,
             "server_encoding": "UTF8",
             "client_encoding": "UTF8",
             "DateStyle": "ISO, MDY",
-            "TimeZone": "UTC",
             "IntervalStyle": "postgres",
             "integer_datetimes": "on",
             "standard_conforming_strings": "on",
             "is_superuser": "off",
-            "application_name": params.get("application_name", ""),
             "session_authorization": params.get("user", ""),
         }
-        out = [m.auth_ok()]
-        out += [m.parameter_status(k, v) for k, v in status.items()]
+        out = [m.parameter_status(k, v) for k, v in status.items()]
+        out += session.parameter_changes()  # TimeZone, application_name: as the session has them
         out.append(m.backend_key_data(pid, secret))
         return out
 

@@ -24,10 +24,12 @@ from duckdb_sem.pgwire import messages as m
 from duckdb_sem.pgwire.copy_out import encode_line
 from duckdb_sem.pgwire.database import Database
 from duckdb_sem.pgwire.lexer import split_statements
+from duckdb_sem.pgwire.limits import SessionLimits
 from duckdb_sem.pgwire.portals import Portal, Statement, param_count
 from duckdb_sem.pgwire.results import Result
 from duckdb_sem.pgwire.runner import TRANSACTION_COMMANDS, Runner
 from duckdb_sem.pgwire.sqlstate import describe_error
+from duckdb_sem.pgwire.startup import startup_settings
 from duckdb_sem.pgwire.types import OID, decode_param
 from duckdb_sem.session.connection import SemConnection
 
@@ -47,10 +49,17 @@ class Session:
         startup: dict[str, str],
         max_message: int = m.MAX_MESSAGE,
         guard: Callable[[], AbstractContextManager[None]] | None = None,
+        limits: SessionLimits | None = None,
     ) -> None:
         self.db = db
-        self.runner = Runner(db, application_name=startup.get("application_name", ""), guard=guard)
+        self.runner = Runner(db, guard=guard, limits=limits)
         self.execution = self.runner.execution
+        try:  # -c options and settings of the startup packet; a bad one: FATAL, as PostgreSQL
+            self.runner.apply_startup(startup_settings(startup))
+        except BaseException:
+            self.con.close()
+            raise
+        self._reported: dict[str, str] = {}
         self.max_message = max_message
         self._reader = reader
         self._write = write
@@ -73,6 +82,22 @@ class Session:
         if self._out_size >= _FLUSH_BYTES:
             self.flush()
 
+    def parameter_changes(self) -> list[bytes]:
+        """ParameterStatus of each reported setting that changed since it was last sent (at
+        connect, and before ReadyForQuery as PostgreSQL sends them after a SET)."""
+        out = []
+        for name, value in self.runner.reported().items():
+            if self._reported.get(name) != value:
+                self._reported[name] = value
+                out.append(m.parameter_status(name, value))
+        return out
+
+    def _ready(self) -> None:
+        for message in self.parameter_changes():
+            self.send(message)
+        self.send(m.ready_for_query(self.status))
+        self.flush()
+
     def flush(self) -> None:
         if self._out:
             self._write(b"".join(self._out))
@@ -82,8 +107,7 @@ class Session:
     def run(self) -> None:
         """Serve messages until the client terminates or disconnects."""
         self.db.routed.listen(self.execution.on_query)
-        self.send(m.ready_for_query(self.status))
-        self.flush()
+        self._ready()
         skipping = False
         try:
             while True:
@@ -102,8 +126,7 @@ class Session:
                     self._error(err)
                     skipping = kind not in {b"Q", b"S"}
                     if kind == b"Q":
-                        self.send(m.ready_for_query(self.status))
-                        self.flush()
+                        self._ready()
         finally:
             self.con.close()
 
@@ -125,8 +148,7 @@ class Session:
             self.send(m.close_complete())
         elif kind == b"S":
             self.runner.portals.pop("", None)
-            self.send(m.ready_for_query(self.status))
-            self.flush()
+            self._ready()
         elif kind == b"H":
             self.flush()
         elif kind in {b"F", b"d", b"c", b"f"}:
@@ -175,8 +197,7 @@ class Session:
             raise
         if implicit:
             self.con.execute("COMMIT")
-        self.send(m.ready_for_query(self.status))
-        self.flush()
+        self._ready()
 
     def _send_rows(self, result: Result, limit: int | None) -> None:
         if result.copy is not None:

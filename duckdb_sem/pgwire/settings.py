@@ -16,6 +16,9 @@ from duckdb_sem.pgwire.results import Result
 
 __all__ = ["run_setting"]
 
+#: SHOW's column is the setting's own spelling in PostgreSQL (``SHOW timezone`` -> ``TimeZone``)
+_SHOWN_AS = {"timezone": "TimeZone", "datestyle": "DateStyle", "intervalstyle": "IntervalStyle"}
+
 
 def run_setting(settings: dict[str, str], command: cmd.Set | cmd.Reset | cmd.Show) -> Result:
     """Apply one settings command to a session's variables (in place) and answer it."""
@@ -45,7 +48,8 @@ def _show(settings: dict[str, str], name: str) -> Result:
     else:
         if name not in settings:
             raise duckdb.CatalogException(f'unrecognized configuration parameter "{name}"')
-        table = pa.table({name.replace(" ", "_"): [settings[name]]})
+        column = _SHOWN_AS.get(name, name.replace(" ", "_"))
+        table = pa.table({column: [settings[name]]})
     result = Result.of_rows("SHOW", table.schema, iter(table.to_batches()))
     result.fixed_tag = "SHOW"  # as PostgreSQL's: no row count
     return result

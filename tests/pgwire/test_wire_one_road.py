@@ -48,8 +48,8 @@ def test_wire_and_in_process_share_prompts_and_cache(tmp_path: Path) -> None:
     assert 0 < len(over_wire) < 50
     assert "prompts (the first row of each operator):" in explained
     assert "backend: test:" in explained
-    # the first row as the model sees it (DuckDB's ::VARCHAR; the wire server's DuckDB
-    # session is in UTC: its configuration is locked, SET TimeZone is a session variable)
+    # the first row as the model sees it (DuckDB's ::VARCHAR; a wire session starts in the
+    # server's zone, UTC)
     assert "[user] value 0.0 flag true at 2024-03-10 01:30:00+00 on 2024-01-01" in explained
 
     con = duckdb_sem.connect(str(db), backend=BACKEND, cache=str(cache))
