@@ -270,6 +270,7 @@ class SemConnection:
                               optimize=self.optimize)  # fmt: skip
         child.runtime = self.runtime
         child.approximation = self.approximation
+        child.budget = self.budget  # a SET duckdb_sem.max_llm_calls holds in the cursor too
         return child
 
     def run_to_end(self, query: str) -> None:

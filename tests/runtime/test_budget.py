@@ -82,3 +82,14 @@ def test_install_takes_the_same_budget(tmp_path: Path) -> None:
     rows = db.sql("SELECT id FROM t WHERE id < 20 AND sem_filter('Is {0} fine?', txt)").fetchall()
     assert 0 < len(rows) < 20
     assert oracle.calls == 20
+
+
+def test_a_cursor_keeps_the_connection_s_budget(tmp_path: Path) -> None:
+    oracle = RuleBackend(hash_share=0.5)
+    con = make(tmp_path, oracle)
+    con.execute("SET duckdb_sem.max_llm_calls = 50")
+    cursor = con.cursor()
+    assert cursor.sql("SHOW duckdb_sem.max_llm_calls").fetchall() == [("50",)]
+    with pytest.raises(BudgetExceededError, match="max_llm_calls=50"):
+        cursor.sql(SQL).fetchall()
+    assert oracle.calls <= 50
