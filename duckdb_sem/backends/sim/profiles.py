@@ -43,6 +43,10 @@ class SimProfile:
     block_size: int = 16
     # chat-template tokens around the prefix and the row (system/user headers, assistant turn)
     template_tokens: int = 12
+    #: the fields measured on the profile's hardware by ``scripts/measure_gpu_profile.py``
+    #: (figures in ``benchmarks/results/gpu_profile_<name>.md``); every other number comes
+    #: from published benchmarks or is derived from hardware specs (cited in docs/backends.md)
+    measured: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         if min(self.prefill_tokens_per_s, self.itl_single_s, self.decode_tokens_per_s_max) <= 0:
