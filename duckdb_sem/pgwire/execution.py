@@ -2,7 +2,9 @@
 
 :class:`Execution` runs SQL that is not a session command (after the catalog and
 PostgreSQL-source rewrites) into a :class:`~duckdb_sem.pgwire.results.Result`, keeps the one
-open Arrow reader DuckDB allows per connection, and makes cancellation work across threads:
+open Arrow reader DuckDB allows per connection (a result streams from it; before the next
+statement uses the connection, what a suspended portal has not sent yet is read into memory:
+:meth:`Execution.park_open`), and makes cancellation work across threads:
 :meth:`Execution.cancel` (called from the thread that received a CancelRequest) marks the
 running query cancelled, drops its SEUs from the scheduler and interrupts DuckDB, and
 :meth:`Execution.translated` turns the resulting DuckDB error back into the duckdb-sem error
@@ -44,17 +46,20 @@ class Execution:
         self._running = False
         self._query: QueryContext | None = None
         self._open: pa.RecordBatchReader | None = None  # DuckDB allows one open result
+        self._open_result: Result | None = None  # the result streaming from ``_open``
 
     def run_sql(self, sql: str, params: list[Any], parsed: Parsed) -> Result:
         """Run one statement that is not a session command (``parsed``: DuckDB's reading)."""
-        self.close_open()
+        self.park_open()
         query, tree = self.db.rewrite_parsed(rewrite_catalog(sql), self.con)
         with self.busy():
             if parsed.returns_rows:
                 rel = self.translated(lambda: self.con.sql(query, params=params or None, tree=tree))
                 reader = self.translated(lambda: rel.to_arrow_reader(1024))
                 self._open = reader
-                return Result.of_rows(parsed.row_tag, reader.schema, self._batches(reader))
+                result = Result.of_rows(parsed.row_tag, reader.schema, self._batches(reader))
+                self._open_result = result
+                return result
             self.translated(lambda: self.con.execute(query, params or None))
             rows = self.translated(self.con.fetchall)
         # DuckDB answers INSERT/UPDATE/DELETE/COPY with one row: the count of rows changed.
@@ -63,6 +68,7 @@ class Execution:
 
     def describe_sql(self, sql: str, count: int) -> list[m.Field]:
         """The fields a query with ``count`` parameters would return (the session checks it reads)."""
+        self.park_open()
         query = self.db.rewrite(rewrite_catalog(sql), self.con)
         with self.busy():
             rel = self.translated(lambda: self.con.sql(query, params=[None] * count or None))
@@ -77,7 +83,23 @@ class Execution:
                 return
             yield batch
 
+    def park_open(self) -> None:
+        """Free the connection for another statement without breaking a suspended portal.
+
+        DuckDB keeps one open result per connection and the next query invalidates it, so
+        the rows the open result has not sent yet (an ``Execute`` with a row limit that
+        stopped early) are read into memory first and the portal goes on from there. Only
+        a client interleaving statements with an unfinished portal pays that memory."""
+        result = self._open_result
+        if result is not None and result.batches is not None:
+            batches = result.batches
+            with self.busy():
+                rest: list[pa.RecordBatch] = self.translated(lambda: list(batches))
+            result.batches = iter(rest)
+        self.close_open()
+
     def close_open(self) -> None:
+        self._open_result = None
         if self._open is not None:
             self._open.close()
             self._open = None

@@ -112,7 +112,9 @@ class Result:
             columns.append([None if v is None else encode(v) for v in column.to_pylist()])
         return [data_row(row) for row in zip(*columns, strict=True)]
 
-    def tag(self) -> str:
+    def tag(self, rows: int | None = None) -> str:
+        """``SELECT 3``; ``rows``: those sent by the ``Execute`` that completes the portal,
+        which PostgreSQL counts alone when the portal was suspended before (all rows else)."""
         if self.fixed_tag is not None:
             return self.fixed_tag
-        return f"{self.tag_word} {self.sent}"
+        return f"{self.tag_word} {self.sent if rows is None else rows}"

@@ -95,6 +95,7 @@ class Runner:
         return portal.result
 
     def run_statement(self, sql: str, params: list[Any]) -> Result:
+        self.execution.park_open()  # the statement may use the connection (see park_open)
         command = cmd.parse_command(sql)
         if self.status == b"E" and not isinstance(command, cmd.End | cmd.RollbackToSavepoint):
             raise _TxAborted(

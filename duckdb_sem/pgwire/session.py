@@ -11,6 +11,7 @@ COPY data and errors out.
 from __future__ import annotations
 
 import contextlib
+import functools
 import logging
 from collections.abc import Callable
 from contextlib import AbstractContextManager
@@ -35,6 +36,8 @@ __all__ = ["Session"]
 
 log = logging.getLogger(__name__)
 _FLUSH_BYTES = 64 * 1024
+#: rows encoded per step of a streamed result (a DuckDB vector's worth)
+_CHUNK_ROWS = 2048
 
 
 class Session:
@@ -186,13 +189,21 @@ class Session:
                 if result.copy.header:
                     names = [f.name for f in result.fields]
                     self.send(m.copy_data(encode_line(names, result.copy)))
+        # Streamed: a chunk at a time as DuckDB produces it, never the whole result. ``send``
+        # writes every 64 kB and a socket write blocks while the client does not read, so a
+        # slow reader holds back its own session (a thread each) and nothing else. Rows sent
+        # before an error stay sent; the ErrorResponse follows them, as in PostgreSQL.
+        sent, more = 0, True
         with self.execution.busy():
-            rows, more = self.execution.translated(lambda: result.take(limit))
-        for row in rows:
-            self.send(row)
+            while more and (limit is None or sent < limit):
+                chunk = _CHUNK_ROWS if limit is None else min(limit - sent, _CHUNK_ROWS)
+                rows, more = self.execution.translated(functools.partial(result.take, chunk))
+                for row in rows:
+                    self.send(row)
+                sent += len(rows)
         if not more and result.copy is not None:
             self.send(m.copy_done())
-        self.send(m.portal_suspended() if more else m.command_complete(result.tag()))
+        self.send(m.portal_suspended() if more else m.command_complete(result.tag(sent)))
 
     # -- extended protocol ----------------------------------------------------------------
     def _parse(self, r: m.Reader) -> None:
