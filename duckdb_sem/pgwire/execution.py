@@ -93,9 +93,12 @@ class Execution:
         result = self._open_result
         if result is not None and result.batches is not None:
             batches = result.batches
-            with self.busy():
-                rest: list[pa.RecordBatch] = self.translated(lambda: list(batches))
-            result.batches = iter(rest)
+            try:
+                with self.busy():
+                    rest: list[pa.RecordBatch] = self.translated(lambda: list(batches))
+                result.batches = iter(rest)
+            except Exception as err:  # noqa: BLE001 - the portal's failure, not the next statement's
+                result.batches = _failing(err)
         self.close_open()
 
     def close_open(self) -> None:
@@ -150,3 +153,9 @@ class Execution:
                     "canceling statement due to user request (its LLM work was dropped)"
                 ) from err
             raise
+
+
+def _failing(err: Exception) -> Iterator[pa.RecordBatch]:
+    """Batches that fail with ``err``: a parked portal's error, raised when it is read again."""
+    raise err
+    yield  # a generator

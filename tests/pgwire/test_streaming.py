@@ -221,3 +221,20 @@ def test_an_error_mid_result_follows_the_rows_sent(wire: WireProcess, extended: 
     sock.sendall(_query("SELECT 7"))
     assert _summary(until_ready(sock)) == ["T", "D*1", "C SELECT 1", "Z"]  # the session goes on
     sock.close()
+
+
+def test_a_parked_portal_keeps_its_error_for_itself(wire: WireProcess) -> None:
+    """Another statement reads a suspended portal's rest into memory; if that fails, the
+    other statement still runs and the portal reports the error when executed again (outside
+    a transaction block: inside one, DuckDB's error aborts the transaction, so the other
+    statement gets 25P02)."""
+    sock = startup(wire.port, database=wire.dbname)
+    until_ready(sock)
+    sql = "SELECT CASE WHEN i < 150000 THEN i ELSE error('boom') END FROM range(200000) t(i)"
+    sock.sendall(_parse_bind(sql, "p") + _execute("p", 10) + SYNC)
+    assert _summary(until_ready(sock)) == ["1", "2", "D*10", "s", "Z"]
+    sock.sendall(_query("SELECT 42"))
+    assert _summary(until_ready(sock)) == ["T", "D*1", "C SELECT 1", "Z"]
+    sock.sendall(_execute("p", 0) + SYNC)
+    assert _summary(until_ready(sock)) == ["E 22023", "Z"]
+    sock.close()
