@@ -245,38 +245,75 @@ def wire(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
         yield proc
 
 
+Conn = psycopg.Connection[Any]
+#: parameter values a client binds ($1): NULL, huge and odd text, bytes, odd numbers
+PARAMS: list[object] = [None, "", "good", "x" * 200_000, "{text}", "{", "\U0001f600", b"\xff\xfe",
+                        2**62, -1.5, float("nan"), [1, None], True]  # fmt: skip
+
+
+def _read(conn: Conn, sql: str, params: list[object] | None = None) -> None:
+    cur = conn.execute(sql, params)  # type: ignore[arg-type]
+    if cur.description is not None:
+        cur.fetchall()
+
+
+def _stream(conn: Conn, sql: str) -> None:
+    for _ in conn.cursor().stream(sql):  # Execute without a row limit, a row at a time
+        pass
+
+
+def _copy(conn: Conn, sql: str) -> None:
+    with conn.cursor().copy(f"COPY ({sql}) TO STDOUT") as copy:
+        for _ in copy:
+            pass
+
+
+def _cursor(conn: Conn, sql: str) -> None:
+    with conn.transaction(), conn.cursor(name="fuzz") as cur:  # DECLARE, then FETCH
+        cur.execute(sql)
+        cur.fetchmany(2)
+        cur.fetchall()
+
+
+def wire_steps() -> list[tuple[str, Callable[[Conn], None]]]:
+    """The statements of :func:`statements`, each read in one of the wire's ways (plain,
+    streamed, a COPY, a server-side cursor), and ``COUNT // 4`` more with a parameter."""
+    steps: list[tuple[str, Callable[[Conn], None]]] = []
+    for i, sql in enumerate(statements()):
+        way = (_read, _stream, _copy, _cursor)[i % 4] if sql.startswith("SELECT") else _read
+        steps.append((f"{way.__name__}: {sql}", lambda c, sql=sql, way=way: way(c, sql)))
+    rng = random.Random(SEED + 1)
+    for _ in range(COUNT // 4):
+        shape = rng.choice([
+            "SELECT sem_filter('{0} is good', %s) FROM r", "SELECT sem_map('Say {0}', %s)",
+            f"SELECT {_sem(rng)}, %s FROM r", f"SELECT id FROM r WHERE text = %s AND {_sem(rng)}",
+            f"SELECT {_sem(rng)} FROM r WHERE id = %s::INTEGER", "SET duckdb_sem.max_calls = %s",
+        ])  # fmt: skip
+        value = rng.choice(PARAMS)
+        label = f"{shape} with {str(value)[:40]!r}"
+        steps.append((label, lambda c, shape=shape, value=value: _read(c, shape, [value])))
+    return steps
+
+
 @pytest.mark.integration
 def test_wire_statements_fail_only_cleanly(wire: Any) -> None:
     bad: list[str] = []
     ok = 0
     conn = psycopg.connect(wire.dsn(), autocommit=True)
-
-    def run(sql: str, *, stream: bool) -> None:
-        if stream:  # Execute without a row limit, read one row at a time
-            for _ in conn.cursor().stream(sql):
-                pass
-            return
-        cur = conn.execute(sql)
-        if cur.description is not None:
-            cur.fetchall()
-
-    for i, sql in enumerate(statements()):
+    for label, step in wire_steps():
         try:
-            error = _in_time(
-                lambda sql=sql, i=i: run(sql, stream=i % 3 == 1 and sql.startswith("SELECT")),
-                conn.cancel_safe,
-            )
+            error = _in_time(lambda step=step, conn=conn: step(conn), conn.cancel_safe)
         except TimeoutError:
-            bad.append(f"hung {TIMEOUT_S:g}s: {sql[:200]!r}")
+            bad.append(f"hung {TIMEOUT_S:g}s: {label[:200]!r}")
             conn.close()
             conn = psycopg.connect(wire.dsn(), autocommit=True)
             continue
         if error is None:
             ok += 1
         elif not isinstance(error, psycopg.Error):
-            bad.append(f"client {type(error).__name__}: {error} <- {sql[:200]!r}")
+            bad.append(f"client {type(error).__name__}: {error} <- {label[:200]!r}")
         elif error.sqlstate in {None, "XX000"} or not str(error).strip():
-            bad.append(f"{error.sqlstate}: {str(error)[:300]} <- {sql[:200]!r}")
+            bad.append(f"{error.sqlstate}: {str(error)[:300]} <- {label[:200]!r}")
         if conn.closed:  # the server dropped the connection: counted above (no SQLSTATE)
             conn = psycopg.connect(wire.dsn(), autocommit=True)
     assert conn.execute("SELECT 42").fetchone() == (42,)
