@@ -13,6 +13,7 @@ that caused it (``QueryCancelledError``, SQLSTATE 57014, for a cancel).
 
 from __future__ import annotations
 
+import itertools
 import threading
 from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager, contextmanager, nullcontext
@@ -93,12 +94,13 @@ class Execution:
         result = self._open_result
         if result is not None and result.batches is not None:
             batches = result.batches
+            rest: list[pa.RecordBatch] = []
             try:
                 with self.busy():
-                    rest: list[pa.RecordBatch] = self.translated(lambda: list(batches))
+                    self.translated(lambda: rest.extend(batches))
                 result.batches = iter(rest)
             except Exception as err:  # noqa: BLE001 - the portal's failure, not the next statement's
-                result.batches = _failing(err)
+                result.batches = itertools.chain(rest, _failing(err))  # its rows, then its error
         self.close_open()
 
     def close_open(self) -> None:

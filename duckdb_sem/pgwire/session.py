@@ -13,6 +13,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import logging
+import time
 from collections.abc import Callable
 from contextlib import AbstractContextManager
 from typing import Any, BinaryIO
@@ -36,8 +37,10 @@ __all__ = ["Session"]
 
 log = logging.getLogger(__name__)
 _FLUSH_BYTES = 64 * 1024
-#: rows encoded per step of a streamed result (a DuckDB vector's worth)
+#: rows encoded per step of a streamed result (at most a batch: DuckDB's come in 1,024)
 _CHUNK_ROWS = 2048
+#: a batch that took longer to produce is written at once, not when 64 kB have gathered
+_SLOW_BATCH_S = 0.02
 
 
 class Session:
@@ -189,18 +192,27 @@ class Session:
                 if result.copy.header:
                     names = [f.name for f in result.fields]
                     self.send(m.copy_data(encode_line(names, result.copy)))
-        # Streamed: a chunk at a time as DuckDB produces it, never the whole result. ``send``
+        # Streamed: a batch at a time as DuckDB produces it, never the whole result. ``send``
         # writes every 64 kB and a socket write blocks while the client does not read, so a
-        # slow reader holds back its own session (a thread each) and nothing else. Rows sent
-        # before an error stay sent; the ErrorResponse follows them, as in PostgreSQL.
+        # slow reader holds back its own session (a thread each) and nothing else. Rows that
+        # waited for a slow batch (semantic work) are written at once. Rows sent before an
+        # error stay sent; the ErrorResponse follows them, as in PostgreSQL.
         sent, more = 0, True
         with self.execution.busy():
-            while more and (limit is None or sent < limit):
+            while limit is None or sent < limit:
                 chunk = _CHUNK_ROWS if limit is None else min(limit - sent, _CHUNK_ROWS)
-                rows, more = self.execution.translated(functools.partial(result.take, chunk))
+                started = time.monotonic()
+                rows = self.execution.translated(functools.partial(result.step, chunk))
+                if not rows:
+                    more = False
+                    break
                 for row in rows:
                     self.send(row)
                 sent += len(rows)
+                if time.monotonic() - started > _SLOW_BATCH_S:
+                    self.flush()
+            else:  # the row limit is reached: suspended if rows remain
+                more = self.execution.translated(result.more)
         if not more and result.copy is not None:
             self.send(m.copy_done())
         self.send(m.portal_suspended() if more else m.command_complete(result.tag(sent)))

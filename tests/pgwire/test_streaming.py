@@ -16,7 +16,7 @@ from pathlib import Path
 
 import psycopg
 import pytest
-from conftest import PG_DSN, WireProcess, wire_server
+from conftest import PG_DSN, WireProcess, make_db, wire_server
 from wire_raw import error_fields, read_message, startup, until_ready
 
 pytestmark = pytest.mark.integration
@@ -225,7 +225,7 @@ def test_an_error_mid_result_follows_the_rows_sent(wire: WireProcess, extended: 
 
 def test_a_parked_portal_keeps_its_error_for_itself(wire: WireProcess) -> None:
     """Another statement reads a suspended portal's rest into memory; if that fails, the
-    other statement still runs and the portal reports the error when executed again (outside
+    other statement still runs and the portal sends the rows read, then the error (outside
     a transaction block: inside one, DuckDB's error aborts the transaction, so the other
     statement gets 25P02)."""
     sock = startup(wire.port, database=wire.dbname)
@@ -236,5 +236,27 @@ def test_a_parked_portal_keeps_its_error_for_itself(wire: WireProcess) -> None:
     sock.sendall(_query("SELECT 42"))
     assert _summary(until_ready(sock)) == ["T", "D*1", "C SELECT 1", "Z"]
     sock.sendall(_execute("p", 0) + SYNC)
-    assert _summary(until_ready(sock)) == ["E 22023", "Z"]
+    rest = _summary(until_ready(sock))  # the rows read before the failure, then the error
+    assert rest[0].startswith("D*") and rest[1:] == ["E 22023", "Z"], rest
+    assert 1000 < int(rest[0][2:]) < 150000 - 10
     sock.close()
+
+
+@pytest.mark.slow
+def test_a_semantic_result_streams_as_its_batches_finish(tmp_path: Path) -> None:
+    """Planned ``sem_filter``: rows leave as each batch of LLM calls ends, not at the end."""
+    db = make_db(tmp_path / "sem.duckdb", rows=8000)
+    backend = "test:?yes_if=good&latency_ms=20"
+    with wire_server(db, "--backend", backend, env={"DUCKDB_SEM_BATCH_SIZE": "64"}) as server:
+        sock = startup(server.port, database=server.dbname)
+        until_ready(sock)
+        started = time.monotonic()
+        sock.sendall(_query("SELECT id FROM big WHERE sem_filter('{text} is positive')"))
+        assert read_message(sock)[0] == b"T"
+        assert read_message(sock)[0] == b"D"
+        first = time.monotonic() - started
+        got = _summary(until_ready(sock))
+        total = time.monotonic() - started
+        sock.close()
+    assert got == ["D*3999", "C SELECT 4000", "Z"]
+    assert first < total / 3, f"first row after {first:.1f}s of {total:.1f}s"
