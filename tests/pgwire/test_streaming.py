@@ -260,3 +260,22 @@ def test_a_semantic_result_streams_as_its_batches_finish(tmp_path: Path) -> None
         sock.close()
     assert got == ["D*3999", "C SELECT 4000", "Z"]
     assert first < total / 3, f"first row after {first:.1f}s of {total:.1f}s"
+
+
+def test_a_cancel_stops_a_result_that_is_streaming(wire: WireProcess) -> None:
+    """A CancelRequest while rows are still going out ends the result with 57014."""
+    sock = startup(wire.port, database=wire.dbname)
+    key = b""
+    while (message := read_message(sock))[0] != b"Z":
+        if message[0] == b"K":  # BackendKeyData: pid and secret
+            key = message[1]
+    sock.sendall(_query(BIG))
+    _read_rows(sock, 1000)
+    with socket.create_connection(("127.0.0.1", wire.port), timeout=10) as cancel:
+        cancel.sendall(struct.pack("!ii", 16, 80877102) + key)  # CancelRequest
+    got = _summary(until_ready(sock))
+    rest = sum(int(g.removeprefix("D*")) for g in got if g.startswith("D*"))
+    assert got[-2:] == ["E 57014", "Z"] and rest < 2000000 - 1000, got
+    sock.sendall(_query("SELECT 7"))
+    assert _summary(until_ready(sock)) == ["T", "D*1", "C SELECT 1", "Z"]
+    sock.close()
