@@ -167,6 +167,7 @@ class Session:
             isinstance(cmd.parse_command(s), TRANSACTION_COMMANDS) for s in statements
         )
         if implicit:
+            self.execution.park_open()  # a suspended portal's reader survives the BEGIN
             self.con.execute("BEGIN TRANSACTION")
         try:
             for statement in statements:
