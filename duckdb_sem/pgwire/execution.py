@@ -2,7 +2,9 @@
 
 :class:`Execution` runs SQL that is not a session command (after the catalog and
 PostgreSQL-source rewrites) into a :class:`~duckdb_sem.pgwire.results.Result`, keeps the one
-open Arrow reader DuckDB allows per connection, and makes cancellation work across threads:
+open Arrow reader DuckDB allows per connection (a result streams from it; before the next
+statement uses the connection, what a suspended portal has not sent yet is read into memory:
+:meth:`Execution.park_open`), and makes cancellation work across threads:
 :meth:`Execution.cancel` (called from the thread that received a CancelRequest) marks the
 running query cancelled, drops its SEUs from the scheduler and interrupts DuckDB, and
 :meth:`Execution.translated` turns the resulting DuckDB error back into the duckdb-sem error
@@ -11,6 +13,7 @@ that caused it (``QueryCancelledError``, SQLSTATE 57014, for a cancel).
 
 from __future__ import annotations
 
+import itertools
 import threading
 from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager, contextmanager, nullcontext
@@ -44,17 +47,20 @@ class Execution:
         self._running = False
         self._query: QueryContext | None = None
         self._open: pa.RecordBatchReader | None = None  # DuckDB allows one open result
+        self._open_result: Result | None = None  # the result streaming from ``_open``
 
     def run_sql(self, sql: str, params: list[Any], parsed: Parsed) -> Result:
         """Run one statement that is not a session command (``parsed``: DuckDB's reading)."""
-        self.close_open()
+        self.park_open()
         query, tree = self.db.rewrite_parsed(rewrite_catalog(sql), self.con)
         with self.busy():
             if parsed.returns_rows:
                 rel = self.translated(lambda: self.con.sql(query, params=params or None, tree=tree))
                 reader = self.translated(lambda: rel.to_arrow_reader(1024))
                 self._open = reader
-                return Result.of_rows(parsed.row_tag, reader.schema, self._batches(reader))
+                result = Result.of_rows(parsed.row_tag, reader.schema, self._batches(reader))
+                self._open_result = result
+                return result
             self.translated(lambda: self.con.execute(query, params or None))
             rows = self.translated(self.con.fetchall)
         # DuckDB answers INSERT/UPDATE/DELETE/COPY with one row: the count of rows changed.
@@ -63,6 +69,7 @@ class Execution:
 
     def describe_sql(self, sql: str, count: int) -> list[m.Field]:
         """The fields a query with ``count`` parameters would return (the session checks it reads)."""
+        self.park_open()
         query = self.db.rewrite(rewrite_catalog(sql), self.con)
         with self.busy():
             rel = self.translated(lambda: self.con.sql(query, params=[None] * count or None))
@@ -77,7 +84,27 @@ class Execution:
                 return
             yield batch
 
+    def park_open(self) -> None:
+        """Free the connection for another statement without breaking a suspended portal.
+
+        DuckDB keeps one open result per connection and the next query invalidates it, so
+        the rows the open result has not sent yet (an ``Execute`` with a row limit that
+        stopped early) are read into memory first and the portal goes on from there. Only
+        a client interleaving statements with an unfinished portal pays that memory."""
+        result = self._open_result
+        if result is not None and result.batches is not None:
+            batches = result.batches
+            rest: list[pa.RecordBatch] = []
+            try:
+                with self.busy():
+                    self.translated(lambda: rest.extend(batches))
+                result.batches = iter(rest)
+            except Exception as err:  # noqa: BLE001 - the portal's failure, not the next statement's
+                result.batches = itertools.chain(rest, _failing(err))  # its rows, then its error
+        self.close_open()
+
     def close_open(self) -> None:
+        self._open_result = None
         if self._open is not None:
             self._open.close()
             self._open = None
@@ -128,3 +155,9 @@ class Execution:
                     "canceling statement due to user request (its LLM work was dropped)"
                 ) from err
             raise
+
+
+def _failing(err: Exception) -> Iterator[pa.RecordBatch]:
+    """Batches that fail with ``err``: a parked portal's error, raised when it is read again."""
+    raise err
+    yield  # a generator

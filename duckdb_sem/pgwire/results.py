@@ -79,6 +79,20 @@ class Result:
         more = bool(self._pending) or (not self._done and self._fill())
         return out, more
 
+    def step(self, limit: int) -> list[bytes]:
+        """Up to ``limit`` encoded DataRows, waiting for one batch at most: those pending, else
+        the next batch's (``[]`` at the end). Streaming calls it, so rows leave as each batch
+        is produced, not one batch late as a look-ahead for "more" would make them."""
+        if not self._pending and not self._fill():
+            return []
+        out = [self._pending.popleft() for _ in range(min(limit, len(self._pending)))]
+        self.sent += len(out)
+        return out
+
+    def more(self) -> bool:
+        """Whether rows remain (reads the next batch when none is pending)."""
+        return bool(self._pending) or (not self._done and self._fill())
+
     def preload(self, rows: list[bytes]) -> None:
         """Rows already encoded elsewhere (a FETCH from a cursor)."""
         self._pending.extend(rows)
@@ -112,7 +126,9 @@ class Result:
             columns.append([None if v is None else encode(v) for v in column.to_pylist()])
         return [data_row(row) for row in zip(*columns, strict=True)]
 
-    def tag(self) -> str:
+    def tag(self, rows: int | None = None) -> str:
+        """``SELECT 3``; ``rows``: those sent by the ``Execute`` that completes the portal,
+        which PostgreSQL counts alone when the portal was suspended before (all rows else)."""
         if self.fixed_tag is not None:
             return self.fixed_tag
-        return f"{self.tag_word} {self.sent}"
+        return f"{self.tag_word} {self.sent if rows is None else rows}"

@@ -124,7 +124,8 @@ class Runner:
         return portal.result
 
     def run_statement(self, sql: str, params: list[Any]) -> Result:
-        self._bind()
+        self.execution.park_open()  # the statement may use the connection (see park_open)
+        self._bind()  # after: binding a new connection runs a SET on it
         command = cmd.parse_command(sql)
         if self.status == b"E" and not isinstance(command, cmd.End | cmd.RollbackToSavepoint):
             raise _TxAborted(

@@ -11,7 +11,9 @@ COPY data and errors out.
 from __future__ import annotations
 
 import contextlib
+import functools
 import logging
+import time
 from collections.abc import Callable
 from contextlib import AbstractContextManager
 from typing import Any, BinaryIO
@@ -37,6 +39,10 @@ __all__ = ["Session"]
 
 log = logging.getLogger(__name__)
 _FLUSH_BYTES = 64 * 1024
+#: rows encoded per step of a streamed result (at most a batch: DuckDB's come in 1,024)
+_CHUNK_ROWS = 2048
+#: a batch that took longer to produce is written at once, not when 64 kB have gathered
+_SLOW_BATCH_S = 0.02
 
 
 class Session:
@@ -183,6 +189,7 @@ class Session:
             isinstance(cmd.parse_command(s), TRANSACTION_COMMANDS) for s in statements
         )
         if implicit:
+            self.execution.park_open()  # a suspended portal's reader survives the BEGIN
             self.con.execute("BEGIN TRANSACTION")
         try:
             for statement in statements:
@@ -207,13 +214,30 @@ class Session:
                 if result.copy.header:
                     names = [f.name for f in result.fields]
                     self.send(m.copy_data(encode_line(names, result.copy)))
+        # Streamed: a batch at a time as DuckDB produces it, never the whole result. ``send``
+        # writes every 64 kB and a socket write blocks while the client does not read, so a
+        # slow reader holds back its own session (a thread each) and nothing else. Rows that
+        # waited for a slow batch (semantic work) are written at once. Rows sent before an
+        # error stay sent; the ErrorResponse follows them, as in PostgreSQL.
+        sent, more = 0, True
         with self.execution.busy():
-            rows, more = self.execution.translated(lambda: result.take(limit))
-        for row in rows:
-            self.send(row)
+            while limit is None or sent < limit:
+                chunk = _CHUNK_ROWS if limit is None else min(limit - sent, _CHUNK_ROWS)
+                started = time.monotonic()
+                rows = self.execution.translated(functools.partial(result.step, chunk))
+                if not rows:
+                    more = False
+                    break
+                for row in rows:
+                    self.send(row)
+                sent += len(rows)
+                if time.monotonic() - started > _SLOW_BATCH_S:
+                    self.flush()
+            else:  # the row limit is reached: suspended if rows remain
+                more = self.execution.translated(result.more)
         if not more and result.copy is not None:
             self.send(m.copy_done())
-        self.send(m.portal_suspended() if more else m.command_complete(result.tag()))
+        self.send(m.portal_suspended() if more else m.command_complete(result.tag(sent)))
 
     # -- extended protocol ----------------------------------------------------------------
     def _parse(self, r: m.Reader) -> None:

@@ -30,7 +30,7 @@ from duckdb_sem.llm.call_options import CallOptions
 from duckdb_sem.llm.prompts import check_labels
 from duckdb_sem.session.chain import Chain, ChainSource, quote_name
 from duckdb_sem.session.protocol import Session
-from duckdb_sem.session.result import PlannedStream
+from duckdb_sem.session.result import PlannedStream, duckdb_errors
 
 __all__ = ["SemRelation", "with_limit"]
 
@@ -279,7 +279,7 @@ class SemRelation:
         reader: pa.RecordBatchReader = self._owner.translating(target.relation.to_arrow_reader)(
             batch_size
         )
-        return reader
+        return duckdb_errors(reader)
 
     def fetchone(self) -> tuple[Any, ...] | None:
         """The next row of this relation's result, DB-API style (DuckDB 2's own relations have

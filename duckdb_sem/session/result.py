@@ -10,6 +10,10 @@ result that was not read to the end.
 
 Rows are turned into Python values by DuckDB itself (``from_arrow(batch).fetchall()``), so a
 planned result has exactly the values and types DuckDB would give the same rows.
+
+An error DuckDB meets while a result streams (a cast failing at row 150,000) reaches Python
+through the Arrow stream as a bare ``OSError`` carrying DuckDB's message;
+:func:`next_batch` and :func:`duckdb_errors` raise it as the ``duckdb.Error`` it was.
 """
 
 from __future__ import annotations
@@ -17,13 +21,14 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
+import duckdb
 import pyarrow as pa
 
 from duckdb_sem.errors import ResultClosedError
 from duckdb_sem.identifiers import quote_identifier
 from duckdb_sem.session.transaction import StatementTransaction
 
-__all__ = ["PlannedStream"]
+__all__ = ["PlannedStream", "duckdb_errors", "next_batch"]
 
 #: DuckDB integer types Arrow exports as DECIMAL(38,0)
 _WIDE = ("HUGEINT", "UHUGEINT")
@@ -36,6 +41,40 @@ def _plain(kind: pa.DataType) -> bool:
         or pa.types.is_string(kind) or pa.types.is_large_string(kind)
         or pa.types.is_float64(kind)
     )  # fmt: skip
+
+
+def next_batch(reader: pa.RecordBatchReader) -> pa.RecordBatch:
+    """``reader.read_next_batch()`` (``StopIteration`` at the end), DuckDB's errors as DuckDB's."""
+    try:
+        return reader.read_next_batch()
+    except OSError as err:
+        raise _as_duckdb(err) from err
+
+
+def duckdb_errors(reader: pa.RecordBatchReader) -> pa.RecordBatchReader:
+    """``reader`` (of a DuckDB result), raising what fails mid-stream as a ``duckdb.Error``."""
+
+    def batches() -> Iterator[pa.RecordBatch]:
+        while True:
+            try:
+                batch = next_batch(reader)
+            except StopIteration:
+                return
+            yield batch
+
+    return pa.RecordBatchReader.from_batches(reader.schema, batches())
+
+
+def _as_duckdb(err: OSError) -> duckdb.Error:
+    """``Conversion Error: ...`` as ``duckdb.ConversionException`` (the prefix names the
+    class DuckDB raises for it elsewhere); ``duckdb.Error`` when no class has that name."""
+    message = str(err)
+    kind, _, _ = message.partition(" Error: ")
+    name = kind.title().replace(" ", "") + "Exception"
+    cls = getattr(duckdb, name, None)
+    if isinstance(cls, type) and issubclass(cls, duckdb.Error):
+        return cls(message)
+    return duckdb.Error(message)
 
 
 class PlannedStream:
@@ -80,7 +119,7 @@ class PlannedStream:
                         "the next statement, or open a cursor() for each"
                     )
                 try:
-                    batch = reader.read_next_batch()
+                    batch = next_batch(reader)
                 except StopIteration:
                     break
                 if batch.schema.names != self.schema.names:
