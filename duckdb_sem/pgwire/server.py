@@ -42,6 +42,7 @@ from duckdb_sem.pgwire.catalog import SERVER_VERSION
 from duckdb_sem.pgwire.database import Database
 from duckdb_sem.pgwire.hangup import HangupWatcher
 from duckdb_sem.pgwire.limits import Limiter, OperatorLimits, SessionLimits
+from duckdb_sem.pgwire.memory import release_freed_memory
 from duckdb_sem.pgwire.session import Session
 from duckdb_sem.pgwire.sqlstate import describe_error
 
@@ -186,6 +187,7 @@ class WireServer:
             with self._lock:
                 self._connections -= 1
             sock.close()
+            release_freed_memory()  # the session's thread arena keeps what it freed otherwise
 
     def _serve(
         self, sock: socket.socket, stream: BinaryIO, code: int, body: bytes, *, encrypted: bool
