@@ -3,7 +3,9 @@
 Hosted servers refuse work above a rate (HTTP 429); a client that keeps under the rate never
 sees one. ``openai:...?rpm=600&tpm=90000`` gives the backend a :class:`RateLimiter` that each
 HTTP try waits on before it is sent, costing one request and its estimated tokens (prompt
-plus the most it may generate); the actual usage the server reports settles the difference.
+plus the most it may generate); a server reporting more usage than that is charged the rest.
+Less is never given back: a hosted server may count the estimate at admission, as OpenAI
+documents, and a refund would then send more than it admits.
 The SIMULATED server (``duckdb-sem sim-server --rpm N --tpm N``) enforces the same buckets,
 answering 429 with ``Retry-After`` instead of waiting.
 
@@ -158,9 +160,9 @@ class RateLimiter:
                 self.waited_s += wait
 
     def settle(self, reserved: int, used: int) -> None:
-        """The server counted ``used`` tokens of a request that reserved ``reserved``: give the
-        difference back (or take it)."""
-        if self._tokens is None or used < 0:
+        """The server counted ``used`` tokens of a request that reserved ``reserved``: take what
+        the estimate missed (never give back: see the module docstring)."""
+        if self._tokens is None or used <= reserved:
             return
         with self._lock:
-            self._tokens.level = min(self._tokens.capacity, self._tokens.level + reserved - used)
+            self._tokens.level -= used - reserved

@@ -45,13 +45,15 @@ def test_requests_bucket_holds_one_second_and_refills() -> None:
     assert clock.slept == [pytest.approx(0.2)] and limiter.waited_s == pytest.approx(0.2)
 
 
-def test_tokens_bucket_delays_a_large_request_and_settles_usage() -> None:
+def test_tokens_bucket_delays_a_large_request_and_charges_usage_above_the_estimate() -> None:
     clock = _Clock()
     limiter = RateLimiter(RateLimit(tpm=6000), clock=clock, sleep=clock.sleep)  # 100 a second
     assert limiter.reserve(500) == 0.0  # above a full bucket: let through, the bucket in debt
     assert limiter.reserve(50) == pytest.approx(4.5)  # (50 - (100 - 500)) / 100
-    limiter.settle(500, 20)  # the server counted 20: 480 come back (capped at a full bucket)
-    assert limiter.reserve(50) == 0.0
+    limiter.settle(500, 20)  # counted less than reserved: nothing comes back
+    assert limiter.reserve(50) == pytest.approx(4.5)
+    limiter.settle(500, 600)  # counted more: the rest is charged
+    assert limiter.reserve(50) == pytest.approx(5.5)
 
 
 def test_acquire_stops_when_aborted() -> None:
@@ -142,3 +144,20 @@ def test_cli_sim_server_answers_429_with_retry_after() -> None:
         assert "rate limit" in second.json()["error"]["message"]
     finally:
         stop(proc)
+
+
+@pytest.mark.integration
+def test_client_tokens_limit_under_the_servers_sees_no_429() -> None:
+    requests = [build_request(OperatorKind.FILTER, f"review number {i} " * 4) for i in range(10)]
+    body_cost = chat_cost({"messages": [{"content": requests[0].prefix}, {"content": requests[0].row}],
+                           "max_tokens": 1})  # fmt: skip
+    per_second = 6 * body_cost  # the server takes about 6 of these a second
+    server = SimServer(create(_SIM), rate_limit=RateLimit(tpm=per_second * 60)).start()
+    remote = create_backend(f"openai:{server.base_url}?tpm={per_second * 60 * 0.75}")
+    try:
+        assert [c.value for c in remote.complete(requests)] == _expected(requests)
+        assert server.rate_limited == 0 and server.answered == len(requests)
+    finally:
+        remote.close()
+        server.close()
+        server.backend.close()
