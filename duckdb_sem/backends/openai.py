@@ -327,22 +327,29 @@ class OpenAIBackend(Backend):
         self, path: str, body: dict[str, Any], *, stop: Callable[[], bool] | None = None
     ) -> Any:
         """POST and return the JSON answer, retrying transport failures per the policy; each
-        try first waits on the rate limit (a 429 answer's try counts too: the server saw it)."""
+        try first waits on the rate limit (a 429 answer's try counts too: the server saw it).
+        Time waiting on the limit is not the retry budget's: that bounds a failing server."""
+        waited = [0.0]
         return call_with_retry(
-            lambda _attempt: self._post_limited(path, body, stop),
+            lambda _attempt: self._post_limited(path, body, stop, waited),
             policy=self.transport_retry,
             what=self.spec,
             stop=stop,
+            clock=lambda: time.monotonic() - waited[0],
         )
 
     def _post_limited(
-        self, path: str, body: dict[str, Any], stop: Callable[[], bool] | None
+        self,
+        path: str,
+        body: dict[str, Any],
+        stop: Callable[[], bool] | None,
+        waited: list[float],
     ) -> Any:
         limiter = self.rate_limiter
         if limiter is None:
             return post_once(self._clients.current(), self.base_url, path, body, spec=self.spec)
         cost = chat_cost(body)
-        limiter.acquire(cost, stop=stop, what=self.spec)
+        waited[0] += limiter.acquire(cost, stop=stop, what=self.spec)
         data = post_once(self._clients.current(), self.base_url, path, body, spec=self.spec)
         usage = data.get("usage") if isinstance(data, dict) else None
         if isinstance(usage, dict) and isinstance(usage.get("total_tokens"), int):

@@ -146,16 +146,19 @@ class RateLimiter:
 
     def acquire(
         self, tokens: int = 0, *, stop: Callable[[], bool] | None = None, what: str = ""
-    ) -> None:
-        """Wait until one request of ``tokens`` may be sent, then take it. ``stop()`` true
-        (the request was aborted) raises a :class:`BackendError` instead of waiting on."""
+    ) -> float:
+        """Wait until one request of ``tokens`` may be sent, take it, and return the seconds
+        waited. ``stop()`` true (the request was aborted) raises a :class:`BackendError`
+        instead of waiting on."""
+        waited = 0.0
         while True:
             wait = self.reserve(tokens)
             if wait <= 0:
-                return
+                return waited
             if stop is not None and stop():
                 raise BackendError(f"{what}: aborted while waiting on its rate limit")
             self._sleep(wait)
+            waited += wait
             with self._lock:
                 self.waited_s += wait
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 import re
 import subprocess
 import sys
+import time
 
 import httpx
 import pytest
@@ -14,6 +15,7 @@ from processes import stop
 from duckdb_sem.backends.openai import OpenAIBackend
 from duckdb_sem.backends.rate_limit import RateLimit, RateLimiter, chat_cost, limit_from_spec
 from duckdb_sem.backends.registry import create_backend, parse_spec
+from duckdb_sem.backends.retry import TransportRetry
 from duckdb_sem.backends.sim.backend import create
 from duckdb_sem.backends.sim.server import SimServer
 from duckdb_sem.errors import BackendError, ConfigError
@@ -161,3 +163,36 @@ def test_client_tokens_limit_under_the_servers_sees_no_429() -> None:
         remote.close()
         server.close()
         server.backend.close()
+
+
+def test_waiting_on_the_limit_is_not_spent_from_the_retry_budget() -> None:
+    """Three 503s, then an answer: on a 120 rpm limit (two at once, then one each 0.5 s) the
+    third and fourth tries wait 0.5 s each, more than the whole 0.3 s retry budget, yet the
+    request is still retried to its answer."""
+    tries: list[float] = []
+
+    def handle(request: httpx.Request) -> httpx.Response:
+        if request.url.path == "/v1/models":
+            return httpx.Response(200, json={"data": [{"id": "m", "owned_by": "other"}]})
+        tries.append(time.monotonic())
+        if len(tries) < 4:
+            return httpx.Response(503, json={"error": {"message": "busy"}})
+        top = [{"token": "yes", "logprob": -0.1}, {"token": "no", "logprob": -2.5}]
+        content = [{"token": "yes", "logprob": -0.1, "top_logprobs": top}]
+        choice = {
+            "message": {"role": "assistant", "content": "yes"},
+            "logprobs": {"content": content},
+        }
+        return httpx.Response(200, json={"choices": [choice], "usage": {"total_tokens": 5}})
+
+    backend = OpenAIBackend(
+        "http://127.0.0.1:1/v1", transport=httpx.MockTransport(handle),
+        rate_limit=RateLimit(rpm=120),
+        transport_retry=TransportRetry(retries=4, backoff_s=0.0, budget_s=0.3, jitter=False),
+    )  # fmt: skip
+    try:
+        (done,) = backend.complete([build_request(OperatorKind.FILTER, "a row")])
+        assert done.value is True and len(tries) == 4
+        assert tries[3] - tries[0] >= 0.9  # the limit spaced the tries out
+    finally:
+        backend.close()
