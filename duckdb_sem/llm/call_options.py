@@ -42,6 +42,13 @@ from dataclasses import dataclass
 from sqlglot import exp
 
 from duckdb_sem.errors import BindError
+from duckdb_sem.llm.call_examples import (
+    EXAMPLES_FORM,
+    check_decision_examples,
+    check_examples,
+    examples_option,
+    yes_no,
+)
 from duckdb_sem.llm.request import DecodingParams
 
 __all__ = [
@@ -59,9 +66,7 @@ __all__ = [
 
 OPTION_NAMES = ("model", "temperature", "max_tokens", "choices", "per_row", "per_row_match",
                 "examples", "batch_size")  # fmt: skip
-#: how ``examples :=`` is written (every error about its shape shows it)
-EXAMPLES_FORM = "examples := [{'input': 'Great fun', 'output': 'yes'}, ...]"
-_YES_NO = {"yes": "yes", "no": "no", "true": "yes", "false": "no"}
+
 #: functions whose answer is a decision: only ``model`` applies to them
 DECISIONS = frozenset({"sem_filter", "sem_join", "sem_topk"})
 
@@ -108,18 +113,7 @@ class CallOptions:
         if self.per_row_match not in (None, "same", "different"):
             raise BindError(f"per_row_match := {self.per_row_match!r}: use 'same' or 'different'")
         if self.examples is not None:
-            if not self.examples:
-                raise BindError(f"examples := [] gives no example; write {EXAMPLES_FORM}")
-            for pair in self.examples:
-                if not (
-                    isinstance(pair, tuple)
-                    and len(pair) == 2
-                    and all(isinstance(v, str) and v.strip() for v in pair)
-                ):
-                    raise BindError(
-                        f"examples := ...: {pair!r} is not an example with a non-empty input "
-                        f"and output; write {EXAMPLES_FORM}"
-                    )
+            check_examples(self.examples)
         if self.batch_size is not None and self.batch_size < 1:
             raise BindError(f"batch_size := {self.batch_size} must be a whole number >= 1")
 
@@ -172,21 +166,13 @@ class CallOptions:
                 "sem_map, ...), not to an aggregate"
             )
         if self.examples is not None and function.lower() in DECISIONS:
-            for example_input, output in self.examples:
-                if output.strip().lower() not in _YES_NO:
-                    raise BindError(
-                        f"{function}: example {example_input!r} has output {output!r}; a yes/no "
-                        f"decision's examples answer 'yes' or 'no', e.g. {EXAMPLES_FORM}"
-                    )
+            check_decision_examples(function, self.examples)
 
     def example_pairs(self, *, decision: bool) -> tuple[tuple[str, str], ...]:
         """The examples, a decision's outputs written yes/no (``true`` -> ``yes``)."""
         if not decision:
             return self.examples or ()
-        return tuple(
-            (given, _YES_NO.get(output.strip().lower(), output))
-            for given, output in self.examples or ()
-        )
+        return yes_no(self.examples or ())
 
     def decoding(self, params: DecodingParams) -> DecodingParams:
         """``params`` with this call's temperature and max_tokens where given."""
@@ -352,35 +338,6 @@ def choices_option(function: str, value: object) -> tuple[str, ...] | None:
             f"{_EXAMPLES['choices']} (or [] to generate free text)"
         )
     return tuple(str(v) for v in value)
-
-
-def examples_option(function: str, value: object) -> tuple[tuple[str, str], ...] | None:
-    """``examples :=`` as given (a list of ``{'input': ..., 'output': ...}`` structs, as SQL
-    literals or decoded JSON), as (input, output) pairs; any other shape is a
-    :class:`BindError` showing the expected form."""
-    if value is None:
-        return None
-    if not isinstance(value, tuple | list):
-        raise BindError(f"{function}: examples := takes a list of structs; write {EXAMPLES_FORM}")
-    pairs: list[tuple[str, str]] = []
-    for item in value:
-        if not isinstance(item, dict) or set(item) != {"input", "output"}:
-            raise BindError(
-                f"{function}: examples := ...: {item!r} is not an example; each is a struct "
-                f"with exactly the fields input and output: {EXAMPLES_FORM}"
-            )
-        given, output = item["input"], item["output"]
-        if isinstance(output, bool):  # decoded JSON of a BOOLEAN output
-            output = "true" if output else "false"
-        if isinstance(output, float):
-            output = str(int(output)) if output.is_integer() else str(output)
-        if not isinstance(given, str) or not isinstance(output, str):
-            raise BindError(
-                f"{function}: examples := ...: input and output must be text (or a "
-                f"decision's true/false), got {item!r}; write {EXAMPLES_FORM}"
-            )
-        pairs.append((given, output))
-    return tuple(pairs)
 
 
 def _typed(function: str, name: str, value: object, kind: type) -> str | None:
