@@ -83,8 +83,10 @@ def examples_option(function: str, value: object) -> tuple[tuple[str, str], ...]
         given, output = item["input"], item["output"]
         if isinstance(output, bool):  # decoded JSON of a BOOLEAN output
             output = "true" if output else "false"
-        if isinstance(output, float):
-            output = str(int(output)) if output.is_integer() else str(output)
+        if isinstance(output, float) and output.is_integer():  # SQL's 5 is read as 5.0
+            output = int(output)
+        if isinstance(output, int | float):  # a typed map's number, from Python
+            output = str(output)
         if not isinstance(given, str) or not isinstance(output, str):
             raise BindError(
                 f"{function}: examples := ...: input and output must be text (or a "

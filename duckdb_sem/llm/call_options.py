@@ -165,6 +165,11 @@ class CallOptions:
                 f"{function}: examples := applies to row functions (sem_filter, sem_join, "
                 "sem_map, ...), not to an aggregate"
             )
+        if self.examples is not None and self.per_row is not None:
+            raise BindError(
+                f"{function}: examples := are answers to the pair question, which per_row := "
+                "replaces with a per-row one; give one of the two"
+            )
         if self.examples is not None and function.lower() in DECISIONS:
             check_decision_examples(function, self.examples)
 

@@ -4,6 +4,8 @@ replace the default few-shot examples, and batch size changes no request."""
 
 from __future__ import annotations
 
+import re
+
 import pytest
 import sqlglot
 from sqlglot import exp
@@ -30,6 +32,8 @@ def test_examples_and_batch_size_are_parsed() -> None:
     assert options.example_pairs(decision=True) == (("lovely", "yes"), ("awful", "no"))
     mapped = _options("sem_map('{t} upper', examples := [{'input': 'ab', 'output': 'true'}])")
     assert mapped.example_pairs(decision=False) == (("ab", "true"),)  # a map's text as given
+    rated = _options("sem_map_integer('{t} 1 to 5', examples := [{'input': 'ok', 'output': 3}])")
+    assert rated.examples == (("ok", "3"),)
 
 
 def test_sql_args_round_trip() -> None:
@@ -51,6 +55,10 @@ def test_sql_args_round_trip() -> None:
         ),
         ("sem_map('{t}', examples := [{'input': '', 'output': 'x'}])", "non-empty input"),
         ("sem_agg('{t}', examples := [{'input': 'a', 'output': 'b'}])", "not to an aggregate"),
+        (
+            "sem_join('{a} {b}', per_row := 'Good? {t}', examples := [{'input': 'a', 'output': 'no'}])",
+            "per_row := replaces with a per-row one",
+        ),
         ("sem_filter('{t}', batch_size := 0)", "batch_size := 0 must be a whole number >= 1"),
         ("sem_filter('{t}', batch_size := 2.5)", "batch_size := takes a whole number"),
         ("sem_filter('{t}', batch_siz := 2)", "did you mean batch_size?"),
@@ -59,7 +67,7 @@ def test_sql_args_round_trip() -> None:
 def test_bad_shapes_are_bind_errors_naming_the_form(sql: str, message: str) -> None:
     with pytest.raises(BindError, match=message.replace("(", r"\(").replace("?", r"\?")) as err:
         _options(sql)
-    if "examples :=" in sql and "sem_agg" not in sql:  # a bad shape shows the expected one
+    if "examples :=" in sql and not re.search("sem_agg|per_row", sql):  # a bad shape: the form
         assert EXAMPLES_FORM in str(err.value)
 
 
