@@ -24,7 +24,7 @@ from typing import Any
 from duckdb_sem.backends.llama_model import LoadedModel
 from duckdb_sem.errors import ConfigError
 from duckdb_sem.llm.outputs import TypeSpec, json_schema
-from duckdb_sem.llm.prompts import DECIDE_EXAMPLES
+from duckdb_sem.llm.prompts import DECIDE_EXAMPLES, has_call_examples
 
 __all__ = [
     "choice_messages",
@@ -68,9 +68,10 @@ def grammar_schema(spec: TypeSpec) -> dict[str, Any]:
 
 
 def decide_messages(prefix: str, row: str) -> list[dict[str, str]]:
-    """The chat of a decision: instruction, few-shot examples, then the row."""
+    """The chat of a decision: instruction, few-shot examples, then the row (a call's own
+    ``examples :=``, in its instruction, replace the default ones)."""
     messages = [{"role": "system", "content": prefix}]
-    for statement, answer in DECIDE_EXAMPLES:
+    for statement, answer in () if has_call_examples(prefix) else DECIDE_EXAMPLES:
         messages.append({"role": "user", "content": statement})
         messages.append({"role": "assistant", "content": "yes" if answer else "no"})
     messages.append({"role": "user", "content": row})

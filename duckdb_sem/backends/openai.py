@@ -1,7 +1,8 @@
 """``openai:``: any OpenAI-compatible server (vLLM, llama.cpp's server, the sim server).
 
 Spec: ``openai:http://127.0.0.1:8000/v1?model=NAME&concurrency=32&timeout=60&threshold=0``
-(plus ``retries=4&retry_budget=60&retry_backoff=0.25``).
+(plus ``retries=4&retry_budget=60&retry_backoff=0.25``, and ``rpm=``/``tpm=`` for a hosted
+server's requests- and tokens-per-minute limits, :mod:`.rate_limit`).
 The API key comes from ``DUCKDB_SEM_OPENAI_API_KEY``, else ``OPENAI_API_KEY`` (or the variable
 named by ``api_key_env=``); it never goes in the spec, which is logged.
 
@@ -56,6 +57,13 @@ from duckdb_sem.backends.openai_wire import (
     read_completion,
 )
 from duckdb_sem.backends.output_retry import answer_with_retries
+from duckdb_sem.backends.rate_limit import (
+    RATE_OPTIONS,
+    RateLimit,
+    RateLimiter,
+    chat_cost,
+    limit_from_spec,
+)
 from duckdb_sem.backends.registry import BackendSpec, SpecOption
 from duckdb_sem.backends.retry import (
     RETRY_OPTIONS,
@@ -101,6 +109,7 @@ OPTIONS = (
     SpecOption("timeout", "seconds to wait for one HTTP answer (default 60)"),
     SpecOption("api_key_env", "environment variable holding the API key"),
     *RETRY_OPTIONS,
+    *RATE_OPTIONS,
 )
 
 
@@ -129,6 +138,7 @@ class OpenAIBackend(Backend):
         structured: bool = True,
         retry: RetryPolicy = RETRY_POLICY,
         transport_retry: TransportRetry = TRANSPORT_RETRY,
+        rate_limit: RateLimit | None = None,
         transport: httpx.BaseTransport | None = None,
         spec: str | None = None,
     ) -> None:
@@ -140,6 +150,10 @@ class OpenAIBackend(Backend):
         self.structured = structured
         self.retry = retry
         self.transport_retry = transport_retry
+        #: every HTTP try waits on it before it is sent (None: no client-side limit)
+        self.rate_limiter = (
+            None if rate_limit is None or rate_limit.unlimited else RateLimiter(rate_limit)
+        )
         key = api_key if api_key is not None else key_from_env()
         headers = {"Authorization": f"Bearer {key}"} if key else {}
         # each request thread its own connection (see connections.py: httpcore's shared pool
@@ -312,15 +326,35 @@ class OpenAIBackend(Backend):
     def _post(
         self, path: str, body: dict[str, Any], *, stop: Callable[[], bool] | None = None
     ) -> Any:
-        """POST and return the JSON answer, retrying transport failures per the policy."""
+        """POST and return the JSON answer, retrying transport failures per the policy; each
+        try first waits on the rate limit (a 429 answer's try counts too: the server saw it).
+        Time waiting on the limit is not the retry budget's: that bounds a failing server."""
+        waited = [0.0]
         return call_with_retry(
-            lambda _attempt: post_once(
-                self._clients.current(), self.base_url, path, body, spec=self.spec
-            ),
+            lambda _attempt: self._post_limited(path, body, stop, waited),
             policy=self.transport_retry,
             what=self.spec,
             stop=stop,
+            clock=lambda: time.monotonic() - waited[0],
         )
+
+    def _post_limited(
+        self,
+        path: str,
+        body: dict[str, Any],
+        stop: Callable[[], bool] | None,
+        waited: list[float],
+    ) -> Any:
+        limiter = self.rate_limiter
+        if limiter is None:
+            return post_once(self._clients.current(), self.base_url, path, body, spec=self.spec)
+        cost = chat_cost(body)
+        waited[0] += limiter.acquire(cost, stop=stop, what=self.spec)
+        data = post_once(self._clients.current(), self.base_url, path, body, spec=self.spec)
+        usage = data.get("usage") if isinstance(data, dict) else None
+        if isinstance(usage, dict) and isinstance(usage.get("total_tokens"), int):
+            limiter.settle(cost, usage["total_tokens"])
+        return data
 
     def _root(self) -> str:
         return self.base_url.removesuffix("/v1")
@@ -340,5 +374,6 @@ def from_spec(spec: BackendSpec) -> OpenAIBackend:
         top_logprobs=spec.int_option("top_logprobs", 20),
         structured=spec.on_off_option("structured", True),
         transport_retry=policy_from_spec(spec),
+        rate_limit=limit_from_spec(spec),
         spec=spec.raw,
     )

@@ -58,6 +58,20 @@ def _split_listen(listen: str) -> tuple[str, int]:
     envvar="DUCKDB_SEM_SIM_TIME_SCALE",
     help="Real seconds slept per simulated second (0: virtual clock only).",
 )
+@click.option(
+    "--rpm",
+    type=float,
+    default=0.0,
+    show_default=True,
+    help="Completions per minute served; above it HTTP 429 with Retry-After (0: no limit).",
+)
+@click.option(
+    "--tpm",
+    type=float,
+    default=0.0,
+    show_default=True,
+    help="Tokens per minute (prompt + max_tokens) served; above it HTTP 429 (0: no limit).",
+)
 def sim_server(
     profile: str,
     listen: str,
@@ -66,10 +80,13 @@ def sim_server(
     labels: str | None,
     positive: str | None,
     time_scale: float,
+    rpm: float,
+    tpm: float,
 ) -> None:
     """Serve a SIMULATED GPU (vLLM-like timing, oracle answers) as an OpenAI-compatible API."""
     from urllib.parse import urlencode
 
+    from duckdb_sem.backends.rate_limit import RateLimit
     from duckdb_sem.backends.sim.backend import create
     from duckdb_sem.backends.sim.server import SimServer
 
@@ -85,7 +102,8 @@ def sim_server(
         options["positive"] = positive
     try:
         backend = create(f"sim:{profile}?{urlencode(options)}")
-        server = SimServer(backend, host=host, port=port)
+        limit = RateLimit(rpm=rpm or None, tpm=tpm or None)
+        server = SimServer(backend, host=host, port=port, rate_limit=limit)
     except (ConfigError, OSError) as err:
         raise click.ClickException(str(err)) from None
     click.echo(f"SIMULATED server on {server.base_url} — {backend.describe()}", err=True)

@@ -1,5 +1,5 @@
 """Per-call options of a semantic function: ``model :=``, ``temperature :=``, ``max_tokens :=``,
-``choices :=``.
+``choices :=``, ``examples :=``, ``batch_size :=``.
 
 Every ``sem_*`` function takes them as named arguments after its positional ones, in DuckDB's
 ``name := value`` form (``=>`` is read the same way); each value is a literal. They are parsed
@@ -18,7 +18,15 @@ relation API (which writes them) and the UDFs (which receive them from their mac
 - ``per_row`` (``sem_join`` only; with ``per_row_match``): the opt-in per-row rewrite of a pair
   template, one question asked of each row instead of each pair (:mod:`duckdb_sem.llm.pairs`).
 
-All are part of every request's decoding parameters, hence of its signature and cache key.
+- ``examples`` (all but ``sem_agg``): few-shot examples that replace the default ones for this
+  call, ``examples := [{'input': 'Great fun', 'output': 'yes'}, ...]``; a decision's outputs
+  are yes/no (or true/false), a map's the answer text. They go in the request's instruction
+  (:func:`duckdb_sem.llm.prompts.build_request`).
+- ``batch_size`` (>= 1): rows per SEU for this call instead of ``DUCKDB_SEM_BATCH_SIZE``; it
+  cuts the work differently and never changes an answer, so it alone is not in the signature.
+
+All but ``batch_size`` are part of every request's instruction or decoding parameters, hence of
+its signature and cache key.
 
 Example:
     ``sem_map('{title} in 3 words', model := 'big', temperature := 0.2, max_tokens := 16)``
@@ -34,20 +42,31 @@ from dataclasses import dataclass
 from sqlglot import exp
 
 from duckdb_sem.errors import BindError
+from duckdb_sem.llm.call_examples import (
+    EXAMPLES_FORM,
+    check_decision_examples,
+    check_examples,
+    examples_option,
+    yes_no,
+)
 from duckdb_sem.llm.request import DecodingParams
 
 __all__ = [
     "DECISIONS",
     "DEFAULT_OPTIONS",
+    "EXAMPLES_FORM",
     "OPTION_NAMES",
     "CallOptions",
     "choices_option",
+    "examples_option",
     "is_option",
     "models_named",
     "split_options",
 ]
 
-OPTION_NAMES = ("model", "temperature", "max_tokens", "choices", "per_row", "per_row_match")
+OPTION_NAMES = ("model", "temperature", "max_tokens", "choices", "per_row", "per_row_match",
+                "examples", "batch_size")  # fmt: skip
+
 #: functions whose answer is a decision: only ``model`` applies to them
 DECISIONS = frozenset({"sem_filter", "sem_join", "sem_topk"})
 
@@ -63,6 +82,9 @@ class CallOptions:
     choices: tuple[str, ...] | None = None
     per_row: str | None = None  # a one-field question asked of each side (sem_join only)
     per_row_match: str | None = None  # 'same' or 'different' (None: from the template)
+    #: (input, output) pairs replacing the default few-shot examples (None: the defaults)
+    examples: tuple[tuple[str, str], ...] | None = None
+    batch_size: int | None = None  # rows per SEU (None: the connection's batch size)
 
     def __post_init__(self) -> None:
         if self.model is not None and not self.model.strip():
@@ -90,6 +112,10 @@ class CallOptions:
             raise BindError("per_row := '' asks nothing; give the question each row answers")
         if self.per_row_match not in (None, "same", "different"):
             raise BindError(f"per_row_match := {self.per_row_match!r}: use 'same' or 'different'")
+        if self.examples is not None:
+            check_examples(self.examples)
+        if self.batch_size is not None and self.batch_size < 1:
+            raise BindError(f"batch_size := {self.batch_size} must be a whole number >= 1")
 
     @property
     def model_name(self) -> str | None:
@@ -104,6 +130,8 @@ class CallOptions:
             and self.max_tokens is None
             and self.choices is None
             and (self.per_row is None and self.per_row_match is None)
+            and self.examples is None
+            and self.batch_size is None
         )
 
     def check_for(self, function: str) -> None:
@@ -132,6 +160,24 @@ class CallOptions:
             )
         if self.per_row_match is not None and self.per_row is None:
             raise BindError(f"{function}: per_row_match := needs per_row := (the question)")
+        if self.examples is not None and function.lower().startswith("sem_agg"):
+            raise BindError(
+                f"{function}: examples := applies to row functions (sem_filter, sem_join, "
+                "sem_map, ...), not to an aggregate"
+            )
+        if self.examples is not None and self.per_row is not None:
+            raise BindError(
+                f"{function}: examples := are answers to the pair question, which per_row := "
+                "replaces with a per-row one; give one of the two"
+            )
+        if self.examples is not None and function.lower() in DECISIONS:
+            check_decision_examples(function, self.examples)
+
+    def example_pairs(self, *, decision: bool) -> tuple[tuple[str, str], ...]:
+        """The examples, a decision's outputs written yes/no (``true`` -> ``yes``)."""
+        if not decision:
+            return self.examples or ()
+        return yes_no(self.examples or ())
 
     def decoding(self, params: DecodingParams) -> DecodingParams:
         """``params`` with this call's temperature and max_tokens where given."""
@@ -142,14 +188,18 @@ class CallOptions:
         )
 
     def without_rewrite(self) -> CallOptions:
-        """These options for the per-row question itself (the model, no rewrite)."""
-        return CallOptions(self.model, self.temperature, self.max_tokens)
+        """These options for the per-row question itself (the model, no rewrite; the pair's
+        examples do not fit it)."""
+        return CallOptions(self.model, self.temperature, self.max_tokens,
+                           batch_size=self.batch_size)  # fmt: skip
 
     def key(self) -> list[object]:
-        """The options as plain values (for operator signatures)."""
+        """The options as plain values (for operator signatures): not ``batch_size``, which
+        never changes an answer."""
         choices = None if self.choices is None else list(self.choices)
         rewrite = [self.per_row, self.per_row_match] if self.per_row is not None else []
-        return [self.model_name, self.temperature, self.max_tokens, choices, *rewrite]
+        examples = [] if self.examples is None else [[list(p) for p in self.examples]]
+        return [self.model_name, self.temperature, self.max_tokens, choices, *rewrite, *examples]
 
     def sql_args(self) -> str:
         """The named arguments as SQL, each after ``, `` (empty when all are default)."""
@@ -167,6 +217,14 @@ class CallOptions:
             value = getattr(self, name)
             if value is not None:
                 out += f", {name} := " + exp.Literal.string(value).sql(dialect="duckdb")
+        if self.examples is not None:
+            out += ", examples := [" + ", ".join(
+                "{'input': " + exp.Literal.string(given).sql(dialect="duckdb")
+                + ", 'output': " + exp.Literal.string(output).sql(dialect="duckdb") + "}"
+                for given, output in self.examples
+            ) + "]"  # fmt: skip
+        if self.batch_size is not None:
+            out += f", batch_size := {self.batch_size}"
         return out
 
 
@@ -228,6 +286,8 @@ def split_options(call: exp.Func) -> tuple[list[exp.Expression], list[exp.Expres
         choices=choices_option(function, values.get("choices")),
         per_row=_typed(function, "per_row", values.get("per_row"), str),
         per_row_match=_typed(function, "per_row_match", values.get("per_row_match"), str),
+        examples=examples_option(function, values.get("examples")),
+        batch_size=_whole(function, values.get("batch_size"), name="batch_size"),
     )
     options.check_for(function)
     return positional, named, options
@@ -238,6 +298,15 @@ def _literal(function: str, name: str, node: exp.Expression) -> object:
     for a list of literals (``['a', 'b']``)."""
     if isinstance(node, exp.Null):
         return None
+    if isinstance(node, exp.Boolean):
+        return "true" if node.this else "false"
+    if isinstance(node, exp.Struct):  # {'input': ..., 'output': ...}
+        fields: dict[str, object] = {}
+        for item in node.expressions:
+            if not isinstance(item, exp.PropertyEQ | exp.Slice):
+                raise BindError(f"{function}: {name} := ...: write {EXAMPLES_FORM}")
+            fields[item.this.name.lower()] = _literal(function, name, item.expression)
+        return fields
     if isinstance(node, exp.Array):
         return tuple(_literal(function, name, item) for item in node.expressions)
     if isinstance(node, exp.Literal):
@@ -257,6 +326,8 @@ _EXAMPLES = {
     "choices": "['POSITIVE', 'NEGATIVE']",
     "per_row": "'Is this review positive? {text}'",
     "per_row_match": "'same'",
+    "examples": "[{'input': 'Great fun', 'output': 'yes'}]",
+    "batch_size": "16",
 }
 
 
@@ -290,9 +361,11 @@ def _number(function: str, value: object) -> float | None:
     return value
 
 
-def _whole(function: str, value: object) -> int | None:
+def _whole(function: str, value: object, *, name: str = "max_tokens") -> int | None:
     if value is None:
         return None
     if not isinstance(value, float) or not value.is_integer():
-        raise BindError(f"{function}: max_tokens := takes a whole number, e.g. max_tokens := 64")
+        raise BindError(
+            f"{function}: {name} := takes a whole number, e.g. {name} := {_EXAMPLES[name]}"
+        )
     return int(value)

@@ -30,13 +30,16 @@ from duckdb_sem.llm.request import (
 )
 
 __all__ = [
+    "CALL_EXAMPLES_HEADING",
     "DECIDE_EXAMPLES",
     "DECIDE_PREFIX",
     "build_request",
     "check_labels",
     "closed_answers",
+    "has_call_examples",
     "instruction_for",
     "scale_in",
+    "with_examples",
 ]
 
 DECIDE_PREFIX = (
@@ -79,6 +82,34 @@ DECIDE_EXAMPLES: tuple[tuple[str, bool], ...] = (
         True,
     ),
 )
+
+
+#: what starts a call's own examples (``examples :=``) in its instruction; a backend that adds
+#: the default few-shot examples leaves them out when it sees it (backends/llama_prompts.py)
+CALL_EXAMPLES_HEADING = "\n\nExamples of inputs and the expected answers:"
+
+
+def with_examples(instruction: str, examples: Sequence[tuple[str, str]]) -> str:
+    """``instruction`` followed by a call's few-shot examples: they are part of the prefix, so
+    every backend sends them, the signature (cache key) covers them and the rows share them.
+
+    Example:
+        >>> print(with_examples("Answer yes or no.", [("Great fun", "yes")]))
+        Answer yes or no.
+        <BLANKLINE>
+        Examples of inputs and the expected answers:
+        Input: Great fun
+        Answer: yes
+    """
+    if not examples:
+        return instruction
+    shown = "".join(f"\nInput: {given}\nAnswer: {output}" for given, output in examples)
+    return instruction + CALL_EXAMPLES_HEADING + shown
+
+
+def has_call_examples(prefix: str) -> bool:
+    """Whether ``prefix`` carries a call's own examples (which replace the defaults)."""
+    return CALL_EXAMPLES_HEADING in prefix
 
 
 class _Template(Protocol):
@@ -190,7 +221,8 @@ def build_request(
     can score and decoded under a choice constraint by the others. ``guard`` (a ``sem_agg``'s
     records) constrains generated text, not typed or closed answers (see :mod:`.guard`).
     ``options`` (a call's ``temperature :=`` and ``max_tokens :=``) override the decoding
-    parameters; the model is chosen by the engine.
+    parameters; the model is chosen by the engine. A call's ``examples :=`` follow the
+    instruction (:func:`with_examples`).
     """
     unrendered = None
     if template is not None and operator is not OperatorKind.AGG:
@@ -214,10 +246,11 @@ def build_request(
         default = 64  # maps and aggregates alike: an aggregate is asked for a short answer
         params = DecodingParams(max_tokens=max_tokens or default)
     params = options.decoding(params)
+    examples = options.example_pairs(decision=output.task is Task.DECIDE)
     text = output.task is Task.GENERATE and parse_type(output.sql_type).is_text
     return LLMRequest(
         operator=operator,
-        prefix=instruction_for(operator, output),
+        prefix=with_examples(instruction_for(operator, output), examples),
         row=rendered,
         output=output,
         params=params,

@@ -184,7 +184,8 @@ class SemEngine:
             requests.append(build_request(kind, rendered, output_type=output_type,
                                           template=template, options=options,
                                           labels=labels))  # fmt: skip
-        return self.answer(requests, query=query, label=label, model=options.model)
+        return self.answer(requests, query=query, label=label, model=options.model,
+                           batch_size=options.batch_size)  # fmt: skip
 
     def answer(
         self,
@@ -193,9 +194,11 @@ class SemEngine:
         query: QueryContext,
         label: str,
         model: str | None = None,
+        batch_size: int | None = None,
     ) -> list[Completion | None]:
         """Completions for ``requests`` (None stays None), via memo, SEUs and the scheduler
-        of ``model`` (None: the default); its backend identity signs every request."""
+        of ``model`` (None: the default); its backend identity signs every request. SEUs hold
+        ``batch_size`` requests (a call's ``batch_size :=``; None: the engine's)."""
         client = self.models.client(model)
         backend_id = client.backend_id
         sigs = [None if r is None else r.signature(backend_id) for r in requests]
@@ -223,7 +226,7 @@ class SemEngine:
                 log.debug("%s %s %s %s: %r", query.query_id, label, sig[:12],
                           r.output.task.value, r.row[:300])  # fmt: skip
         answered = submit(client, items, query=query, label=label, ledger=COMPLETIONS,
-                          batch_size=self.batch_size, remaining=left.__getitem__,
+                          batch_size=batch_size or self.batch_size, remaining=left.__getitem__,
                           cached=lambda s: _cached(client, s))  # fmt: skip
         for sig, completion, _ in answered:
             query.memo[sig] = completion
@@ -288,7 +291,8 @@ class SemEngine:
                 )
                 for chunk in chunks
             ]
-            answers = self.answer(requests, query=query, label=label, model=options.model)
+            answers = self.answer(requests, query=query, label=label, model=options.model,
+                                  batch_size=options.batch_size)  # fmt: skip
             values = [None if a is None else _distinct_lines(a.value) for a in answers]
             if len(chunks) == 1:
                 return values[0]

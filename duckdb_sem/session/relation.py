@@ -26,13 +26,16 @@ import sqlglot
 from sqlglot import exp
 
 from duckdb_sem.errors import BindError, UnknownColumnError
-from duckdb_sem.llm.call_options import CallOptions
+from duckdb_sem.llm.call_options import CallOptions, examples_option
 from duckdb_sem.llm.prompts import check_labels
 from duckdb_sem.session.chain import Chain, ChainSource, quote_name
 from duckdb_sem.session.protocol import Session
 from duckdb_sem.session.result import PlannedStream, duckdb_errors
 
-__all__ = ["SemRelation", "with_limit"]
+__all__ = ["Examples", "SemRelation", "with_limit"]
+
+#: a method's ``examples=``: ``(input, output)`` pairs, or ``{'input': ..., 'output': ...}``
+Examples = Sequence[tuple[str, str | bool] | dict[str, str | bool]]
 
 _TRANSLATED = {"fetchall", "fetchone", "fetchmany", "arrow", "df", "fetchdf", "pl", "fetchnumpy",
                "fetch_arrow_table", "to_arrow_table", "to_arrow_reader", "show", "execute",
@@ -107,9 +110,13 @@ class SemRelation:
         return Chain((ChainSource(quote_name(name), "rel", columns),))
 
     # -- semantic operators --------------------------------------------------------------------
-    def _options(self, function: str, **given: Any) -> str:
-        """A method's ``model=``/``temperature=``/``max_tokens=`` as SQL named arguments,
-        checked now (an unknown model, a bad value) like the SQL form at bind time."""
+    def _options(self, function: str, *, examples: Examples | None = None, **given: Any) -> str:
+        """A method's ``model=``/``temperature=``/``max_tokens=``/``examples=``/``batch_size=``
+        as SQL named arguments, checked now (an unknown model, a bad value) like the SQL form
+        at bind time. ``examples=`` takes ``(input, output)`` pairs or SQL's
+        ``{'input': ..., 'output': ...}`` dicts."""
+        if examples is not None:
+            given["examples"] = examples_option(function, [_example(e) for e in examples])
         options = CallOptions(**given)
         options.check_for(function)
         self._owner.models.check(options.model)
@@ -117,12 +124,15 @@ class SemRelation:
 
     def sem_filter(
         self, template: str, *, model: str | None = None, temperature: float | None = None,
-        max_tokens: int | None = None,
+        max_tokens: int | None = None, examples: Examples | None = None,
+        batch_size: int | None = None,
     ) -> SemRelation:  # fmt: skip
         """Rows for which ``template`` holds; ``model=`` picks a named model (the keyword
-        arguments are the SQL form's ``model :=``, ``temperature :=``, ``max_tokens :=``)."""
+        arguments are the SQL form's ``model :=``, ``temperature :=``, ``max_tokens :=``,
+        ``examples :=``, ``batch_size :=``)."""
         extra = self._options("sem_filter", model=model, temperature=temperature,
-                              max_tokens=max_tokens)  # fmt: skip
+                              max_tokens=max_tokens, examples=examples,
+                              batch_size=batch_size)  # fmt: skip
         chain = self._open_chain()
         where = (*chain.where, chain.call("sem_filter", template, extra=extra))
         return self._with(chain=dataclasses.replace(chain, where=where))
@@ -130,13 +140,16 @@ class SemRelation:
     def sem_map(
         self, template: str, *, name: str = "sem_map", type: str | None = None,
         model: str | None = None, temperature: float | None = None, max_tokens: int | None = None,
-        choices: Sequence[str] | None = None,
+        choices: Sequence[str] | None = None, examples: Examples | None = None,
+        batch_size: int | None = None,
     ) -> SemRelation:  # fmt: skip
         """A column ``name`` of ``template``'s answer per row (``type``: the SQL type);
-        ``choices=`` is the SQL form's ``choices :=`` (a closed answer set; ``[]``: none)."""
+        ``choices=`` is the SQL form's ``choices :=`` (a closed answer set; ``[]``: none),
+        ``examples=`` and ``batch_size=`` its ``examples :=`` and ``batch_size :=``."""
         options = self._options("sem_map", model=model, temperature=temperature,
                                 max_tokens=max_tokens,
-                                choices=None if choices is None else tuple(choices))  # fmt: skip
+                                choices=None if choices is None else tuple(choices),
+                                examples=examples, batch_size=batch_size)  # fmt: skip
         chain = self._open_chain()
         if any(o[0].lower() == name.lower() for o in chain.outputs()):
             raise BindError(f"sem_map: the relation already has a column {name!r}; pass name=")
@@ -158,10 +171,12 @@ class SemRelation:
         return self._with(chain=dataclasses.replace(chain, maps=(*chain.maps, (name, call))))
 
     def sem_join(
-        self, other: SemRelation | str, template: str, *, model: str | None = None
-    ) -> SemRelation:
-        """Pairs of this relation's and ``other``'s rows for which ``template`` holds."""
-        extra = self._options("sem_join", model=model)
+        self, other: SemRelation | str, template: str, *, model: str | None = None,
+        examples: Examples | None = None, batch_size: int | None = None,
+    ) -> SemRelation:  # fmt: skip
+        """Pairs of this relation's and ``other``'s rows for which ``template`` holds
+        (``examples=``, ``batch_size=``: as for :meth:`sem_filter`)."""
+        extra = self._options("sem_join", model=model, examples=examples, batch_size=batch_size)
         right = SemRelation.of_table(self._owner, other) if isinstance(other, str) else other
         left_chain, right_chain = self._open_chain(), right._open_chain()
         clash = {s.alias.lower() for s in left_chain.sources} & {
@@ -469,3 +484,10 @@ def with_limit(sql: str, n: int, offset: int) -> str:
             return merged.sql(dialect="duckdb", normalize_functions=False)
     tail = f" OFFSET {offset}" if offset else ""
     return f"SELECT * FROM ({sql}) AS __sem_limited LIMIT {n}{tail}"
+
+
+def _example(given: object) -> object:
+    """One ``examples=`` item as the dict SQL's struct decodes to (pairs are accepted too)."""
+    if isinstance(given, tuple | list) and len(given) == 2:
+        return {"input": given[0], "output": given[1]}
+    return given

@@ -6,8 +6,9 @@ NULL gives users the explicit form ``sem_filter('... {0} ... {1}', col_a, col_b)
 how many were given, read from ``typeof`` at bind time, so a column that is NULL still counts). ``sem_agg`` is a macro over DuckDB's ``list()``
 aggregate feeding a scalar UDF, since DuckDB's Python client has no aggregate UDFs. Every
 macro also takes the named arguments ``model :=``, ``temperature :=``, ``max_tokens :=``,
-``choices :=``, ``per_row :=`` and ``per_row_match :=`` (:mod:`duckdb_sem.llm.call_options`),
-passed to the UDF as more arguments (NULL when not given; the choices list as JSON text), so
+``choices :=``, ``per_row :=``, ``per_row_match :=``, ``examples :=`` and ``batch_size :=``
+(:mod:`duckdb_sem.llm.call_options`), passed to the UDF as more arguments (NULL when not given;
+the choices and examples lists as JSON text), so
 ``sem_map('{0} in 3 words', title, model := 'fast')`` works in a plain
 connection too. (One macro rather than an overload per arity: DuckDB lets a defaulted
 parameter be given by position, so overloads with the named arguments would be ambiguous.)
@@ -42,7 +43,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from duckdb_sem.errors import BindError, ConfigError, SemError
-from duckdb_sem.llm.call_options import CallOptions, choices_option
+from duckdb_sem.llm.call_options import CallOptions, choices_option, examples_option
 from duckdb_sem.llm.outputs import TypeSpec, parse_type
 from duckdb_sem.llm.prompts import check_labels
 from duckdb_sem.llm.request import OperatorKind
@@ -69,13 +70,15 @@ PEER_MACROS = (("ai_sentiment", "t"), ("ai_summarize_agg", "t"), ("ai_embed", "m
 #: the named arguments every macro takes, with their defaults, and the UDF's argument types
 _OPTION_PARAMS = (
     "model := NULL, temperature := NULL, max_tokens := NULL, choices := NULL, per_row := NULL, "
-    "per_row_match := NULL"
+    "per_row_match := NULL, examples := NULL, batch_size := NULL"
 )
-# choices (a list) reaches the UDF as JSON text: one hashable constant per query
+# choices and examples (lists) reach the UDF as JSON text: one hashable constant per query
 _OPTION_ARGS = (
-    "model, temperature, max_tokens, CAST(to_json(choices) AS VARCHAR), per_row, per_row_match"
+    "model, temperature, max_tokens, CAST(to_json(choices) AS VARCHAR), per_row, per_row_match, "
+    "CAST(to_json(examples) AS VARCHAR), batch_size"
 )
-_OPTION_TYPES = ["VARCHAR", "DOUBLE", "BIGINT", "VARCHAR", "VARCHAR", "VARCHAR"]
+_OPTION_TYPES = ["VARCHAR", "DOUBLE", "BIGINT", "VARCHAR", "VARCHAR", "VARCHAR", "VARCHAR",
+                 "BIGINT"]  # fmt: skip
 #: the number of column arguments a macro call was given (typeof is constant, folded at bind)
 _GIVEN = (
     "CASE "
@@ -338,8 +341,11 @@ class SemSession:
             choices: pa.Array,
             per_row: pa.Array,
             per_row_match: pa.Array,
+            examples: pa.Array,
+            batch_size: pa.Array,
         ) -> pa.Array:
-            options = (given, model, temperature, max_tokens, choices, per_row, per_row_match)
+            options = (given, model, temperature, max_tokens, choices, per_row, per_row_match,
+                       examples, batch_size)  # fmt: skip
             return self._remembered(lambda: self._classify(templates, labels, values, options))
 
         return self._register("__semudf_classify", lambda: udf,
@@ -389,8 +395,11 @@ class SemSession:
             choices: pa.Array,
             per_row: pa.Array,
             per_row_match: pa.Array,
+            examples: pa.Array,
+            batch_size: pa.Array,
         ) -> pa.Array:
-            options = (given, model, temperature, max_tokens, choices, per_row, per_row_match)
+            options = (given, model, temperature, max_tokens, choices, per_row, per_row_match,
+                       examples, batch_size)  # fmt: skip
             return self._remembered(
                 lambda: self._evaluate(kind, output_type, name, templates, values, options)
             )
@@ -506,7 +515,8 @@ def _typed_udf(spec: TypeSpec) -> str:
 
 def _options(name: str, key: tuple[object, ...]) -> tuple[int | None, CallOptions]:
     """A UDF row's column count and named arguments (as its macro passed them), checked."""
-    count, model, temperature, max_tokens, choices, per_row, match = (*key[1:], *[None] * 7)[:7]
+    count, model, temperature, max_tokens, choices, per_row, match, examples, batch = (
+        *key[1:], *[None] * 9)[:9]  # fmt: skip
     if model is not None and not isinstance(model, str):
         raise BindError(f"{name}: model := takes a model name, e.g. model := 'fast'")
     options = CallOptions(
@@ -517,6 +527,8 @@ def _options(name: str, key: tuple[object, ...]) -> tuple[int | None, CallOption
         choices=choices_option(name, None if choices is None else json.loads(str(choices))),
         per_row=None if per_row is None else str(per_row),
         per_row_match=None if match is None else str(match),
+        examples=examples_option(name, None if examples is None else json.loads(str(examples))),
+        batch_size=None if batch is None else int(batch),  # type: ignore[call-overload]
     )
     options.check_for(name)
     return (None if count is None else int(count)), options  # type: ignore[call-overload]

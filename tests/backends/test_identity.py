@@ -68,6 +68,8 @@ NEUTRAL: dict[str, dict[str, tuple[str, str]]] = {
         "retries": ("4", "1"),
         "retry_budget": ("60", "5"),
         "retry_backoff": ("0.25", "0.1"),
+        "rpm": ("0", "600"),
+        "tpm": ("0", "90000"),
     },
     "vllm": {"max_num_seqs": ("64", "8"), "gpu_memory_utilization": ("0.2", "0.3")},
     "llama": {"threads": ("1", "2"), "share_cpu": ("on", "off")},

@@ -12,8 +12,11 @@ and the ``X-Simulated`` header carry the profile. Chat requests map the system m
 shared prefix and the last user message to the row; a request with ``max_tokens=1`` and
 ``logprobs`` (or vLLM's ``guided_choice``) is a decision, answered with yes/no top
 log-probabilities; a ``response_format`` JSON schema (structured outputs) sets the answer's
-type, and the answer is JSON of that type (one of the schema's ``enum`` when it has one). A stdlib ``ThreadingHTTPServer``: one thread per connection, all joining
-the one simulated engine, which batches them.
+type, and the answer is JSON of that type (one of the schema's ``enum`` when it has one). With
+a ``rate_limit`` (``--rpm``/``--tpm``) a completion over it is refused as a hosted server does:
+HTTP 429 with ``Retry-After`` (whole seconds), counted in ``rate_limited``. A stdlib
+``ThreadingHTTPServer``: one thread per connection, all joining the one simulated engine,
+which batches them.
 """
 
 from __future__ import annotations
@@ -27,6 +30,7 @@ import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
+from duckdb_sem.backends.rate_limit import RateLimit, RateLimiter, chat_cost
 from duckdb_sem.backends.sim.backend import SimBackend
 from duckdb_sem.backends.sim.embeddings import SIM_EMBED_MODEL, hashed_embedding
 from duckdb_sem.backends.sim.oracles import estimate_tokens
@@ -59,8 +63,22 @@ def _softplus(x: float) -> float:
 class SimServer:
     """Serve ``backend`` on ``host:port`` (port 0 picks a free one); ``start`` runs a thread."""
 
-    def __init__(self, backend: SimBackend, *, host: str = "127.0.0.1", port: int = 0) -> None:
+    def __init__(
+        self,
+        backend: SimBackend,
+        *,
+        host: str = "127.0.0.1",
+        port: int = 0,
+        rate_limit: RateLimit | None = None,
+    ) -> None:
         self.backend = backend
+        self.limiter = (
+            None if rate_limit is None or rate_limit.unlimited else RateLimiter(rate_limit)
+        )
+        #: completions refused with 429, and completions answered (what a rate-limit test reads)
+        self.rate_limited = 0
+        self.answered = 0
+        self._count_lock = threading.Lock()
         self.model_id = f"SIMULATED-{backend.profile.model}"
         self.started = int(time.time())
         handler = type("_Handler", (_Handler,), {"sim": self})
@@ -90,9 +108,20 @@ class SimServer:
         self.httpd.shutdown()
         self.httpd.server_close()
 
+    def admit(self, body: dict[str, Any]) -> float:
+        """0 when the rate limit lets this completion through now, else the seconds until it
+        would (the request is then refused with 429)."""
+        wait = 0.0 if self.limiter is None else self.limiter.reserve(chat_cost(body))
+        if wait > 0:
+            with self._count_lock:
+                self.rate_limited += 1
+        return wait
+
     def answer(self, body: dict[str, Any], *, chat: bool) -> dict[str, Any]:
         request, logprobs = _to_request(body, chat=chat)
         (completion,) = self.backend.complete([request])
+        with self._count_lock:
+            self.answered += 1
         if completion.error is not None and completion.value is None and completion.text == "":
             raise SemError(completion.error)
         schema = _schema(body)
@@ -259,6 +288,12 @@ class _Handler(BaseHTTPRequestHandler):
             message = f"The model `{model}` does not exist; this SIMULATED server serves {self.sim.model_id}"
             self._send(404, {"error": {"message": message, "type": "NotFoundError"}})
             return
+        wait = self.sim.admit(body)
+        if wait > 0:
+            message = f"SIMULATED rate limit ({self.sim.limiter}) reached; retry in {wait:.2f} s"
+            retry = {"Retry-After": str(max(1, math.ceil(wait)))}
+            self._send(429, {"error": {"message": message, "type": "rate_limit"}}, retry)
+            return
         try:
             payload = self.sim.answer(body, chat=self.path.endswith("chat/completions"))
         except BackendError as err:  # injected faults (``fault=``): a server-side failure
@@ -288,11 +323,17 @@ class _Handler(BaseHTTPRequestHandler):
         usage = {"prompt_tokens": tokens, "total_tokens": tokens}
         self._send(200, {"object": "list", "data": data, "model": model, "usage": usage})
 
-    def _send(self, status: int, payload: dict[str, Any]) -> None:
-        self._send_raw(status, json.dumps(payload).encode(), "application/json")
+    def _send(
+        self, status: int, payload: dict[str, Any], headers: dict[str, str] | None = None
+    ) -> None:
+        self._send_raw(status, json.dumps(payload).encode(), "application/json", headers)
 
-    def _send_raw(self, status: int, data: bytes, content_type: str) -> None:
+    def _send_raw(
+        self, status: int, data: bytes, content_type: str, headers: dict[str, str] | None = None
+    ) -> None:
         self.send_response(status)
+        for name, value in (headers or {}).items():
+            self.send_header(name, value)
         self.send_header("Content-Type", content_type)
         self.send_header("Content-Length", str(len(data)))
         self.send_header("X-Simulated", f"duckdb-sem {self.sim.backend.profile.name}")
