@@ -144,6 +144,11 @@ def main() -> None:
     parser.add_argument("--replicas", type=int, default=8)
     parser.add_argument("--profile", default="qwen3-4b-a100")
     parser.add_argument("--time-scale", type=float, default=0.0)
+    parser.add_argument(
+        "--servers",
+        action="store_true",
+        help="each replica a sim-server process behind an openai: backend",
+    )
     parser.add_argument("--queries", type=int, default=1000)
     parser.add_argument("--procs", type=int, default=4)
     parser.add_argument("--rows", type=int, default=16, help="requests per SEU")
@@ -156,33 +161,51 @@ def main() -> None:
     spec = f"sim:{args.profile}?time_scale={args.time_scale}"
     argv = [sys.executable, "-m", "duckdb_sem.cli.main", "serve", "--cache", "off",
             "--listen", f"127.0.0.1:{port}"]  # fmt: skip
+    replicas: list[subprocess.Popen[bytes]] = []
     for _ in range(args.replicas):
-        argv += ["--backend", spec]
+        if args.servers:  # a SIMULATED OpenAI-compatible server per replica, as vLLM would be
+            sim_port = _free_port()
+            replicas.append(subprocess.Popen(
+                [sys.executable, "-m", "duckdb_sem.cli.main", "sim-server", "--profile",
+                 args.profile, "--time-scale", str(args.time_scale), "--listen",
+                 f"127.0.0.1:{sim_port}"], stderr=subprocess.DEVNULL,
+            ))  # fmt: skip
+            _wait(f"http://127.0.0.1:{sim_port}/v1/models")
+            argv += ["--backend", f"openai:http://127.0.0.1:{sim_port}/v1?concurrency=64"]
+        else:
+            argv += ["--backend", spec]
     server = subprocess.Popen(argv, stderr=subprocess.DEVNULL)
     try:
-        for _ in range(100):
-            try:
-                if httpx.get(f"{url}/v1/health", timeout=1).status_code == 200:
-                    break
-            except httpx.HTTPError:
-                time.sleep(0.2)
+        _wait(f"{url}/v1/health")
         rows = []
         for load in args.loads:
             row = _level(url, server.pid, args, load)
             print(json.dumps({k: round(v, 1) for k, v in row.items()}), flush=True)
             rows.append(row)
     finally:
-        server.terminate()
-        server.wait(10)
-    _write(args, spec, rows)
+        for proc in (server, *replicas):
+            proc.terminate()
+            proc.wait(10)
+    _write(args, "openai: -> sim-server " + spec if args.servers else spec, rows)
+
+
+def _wait(url: str) -> None:
+    for _ in range(100):
+        try:
+            if httpx.get(url, timeout=1).status_code == 200:
+                return
+        except httpx.HTTPError:
+            pass
+        time.sleep(0.2)
+    raise SystemExit(f"{url} did not answer")
 
 
 def _write(args: argparse.Namespace, spec: str, rows: list[dict[str, Any]]) -> None:
     lines = [
         "# The scheduler sidecar under load (SIMULATED replicas)",
         "",
-        f"One `duckdb-sem serve` with {args.replicas} x `{spec}` (SIMULATED; time_scale 0: "
-        "replicas answer at once, so the sidecar is the bottleneck), "
+        f"One `duckdb-sem serve` with {args.replicas} x `{spec}` (SIMULATED; time_scale "
+        f"{args.time_scale:g}; at 0 replicas answer at once, so the sidecar is the bottleneck), "
         f"{args.queries} concurrent client queries in {args.procs} client processes on the "
         f"same {os.cpu_count()}-CPU machine, SEUs of {args.rows} distinct ~300-token filter "
         f"requests, cache off, {args.seconds:.0f} s per offered load.",
