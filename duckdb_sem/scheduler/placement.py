@@ -8,7 +8,7 @@ name                 replica
 ``prefix-affinity``  rendezvous hashing of the dispatch's shared prefix (its instruction), with
                      a load bound: a prefix keeps going to its replica, whose prefix cache holds
                      it, until that replica carries more than ``load_factor`` times the mean
-                     load plus one batch; then the next replica in the prefix's ranking does
+                     load (this dispatch counted); then the next replica in its ranking does
 ===================  ==========================================================================
 
 ``prefix-affinity`` is bounded-load consistent hashing (Mirrokni, Thorup, Zadimoghaddam, 2018):
@@ -83,15 +83,12 @@ class PrefixAffinity:
         fallback = least_loaded(replicas)
         if fallback is None or len(replicas) == 1:
             return fallback
-        # A replica is eligible while its load stays within load_factor x the mean load (this
-        # dispatch counted) plus one batch of its own: a burst of one instruction fills its
-        # replica's batch before spilling, as a replica under one batch is not yet saturated.
-        mean = (sum(r.requests for r in replicas) + requests) / len(replicas)
+        # A replica is eligible while its load is within load_factor x the mean load, this
+        # dispatch counted, so an idle deployment always takes a prefix at its first choice.
+        bound = self.load_factor * (sum(r.requests for r in replicas) + requests) / len(replicas)
         for replica in sorted(replicas, key=lambda r: _weight(prefix, r.index), reverse=True):
-            lim = replica.limits
-            bound = self.load_factor * mean + lim.max_requests / lim.max_dispatches
-            free = replica.dispatches < lim.max_dispatches or replica.dispatches == 0
-            if free and replica.requests + requests <= bound and replica.admits(requests, tokens):
+            free = replica.dispatches < replica.limits.max_dispatches or replica.dispatches == 0
+            if free and replica.requests <= bound and replica.admits(requests, tokens):
                 return replica
         return fallback
 

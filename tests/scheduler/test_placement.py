@@ -49,11 +49,11 @@ def test_prefix_affinity_is_stable_and_spreads_prefixes() -> None:
 
 
 def test_prefix_affinity_spills_to_the_next_replica_past_the_load_bound() -> None:
-    replicas = _replicas(2, max_requests=16, dispatches=4)  # one batch = 4 requests
+    replicas = _replicas(2, max_requests=16, dispatches=4)
     placement = PrefixAffinity(load_factor=1.0)
     first = placement.place(replicas, prefix="hot", requests=4, tokens=40)
     assert first is not None
-    first.requests, first.dispatches = 12, 3  # far above the mean plus one batch
+    first.requests, first.dispatches = 12, 3  # above the mean with the next dispatch: 8
     second = placement.place(replicas, prefix="hot", requests=4, tokens=40)
     assert second is not None and second is not first
 
@@ -77,8 +77,9 @@ def test_scheduler_keeps_an_instruction_on_one_replica_with_prefix_affinity() ->
     executor = ManualExecutor()
     backends = [FakeBackend() for _ in range(4)]
     limits = [ReplicaLimits(6, 600) for _ in backends]  # room for all six on one replica
+    # a generous load bound: every SEU of an instruction stays with its first-choice replica
     sched = Scheduler(
-        backends, policy="fcfs", executor=executor, limits=limits, placement="prefix-affinity"
+        backends, policy="fcfs", executor=executor, limits=limits, placement=PrefixAffinity(4.0)
     )
     for i in range(6):  # two instructions, three SEUs each, all queued at once
         sched.submit(_seu(f"q{i}", "Is it positive?" if i % 2 else "Is it late?", 4, 10 * i))
