@@ -77,14 +77,20 @@ def _metric(base: str, name: str) -> float:
 
 
 def run_config(
-    tr: dict[str, list[Step]], names: list[str], *, replicas: int, placement: str, scale: float
+    tr: dict[str, list[Step]],
+    names: list[str],
+    *,
+    replicas: int,
+    placement: str,
+    scale: float,
+    profile: str = PROFILE,
 ) -> dict[str, Any]:
     with ExitStack() as stack:
         bases = []
         for _ in range(replicas):
             port = _port()
             base = f"http://127.0.0.1:{port}"
-            cmd = ["duckdb-sem", "sim-server", "--profile", PROFILE, "--listen",
+            cmd = ["duckdb-sem", "sim-server", "--profile", profile, "--listen",
                    f"127.0.0.1:{port}", "--time-scale", str(scale)]  # fmt: skip
             _start(stack, cmd, f"{base}/health")
             bases.append(base)
@@ -155,7 +161,7 @@ def run_all(tr: dict[str, list[Step]], args: argparse.Namespace) -> list[dict[st
             configs += ["prefix-affinity", "vllm-router"]
         for placement in configs:
             row = run_config(tr, names, replicas=replicas, placement=placement,
-                             scale=args.time_scale)  # fmt: skip
+                             scale=args.time_scale, profile=args.profile)  # fmt: skip
             print(f"REAL TIME N={replicas} {placement:15s} {row}", flush=True)
             rows.append(row)
     return rows

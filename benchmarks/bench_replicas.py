@@ -89,9 +89,16 @@ def traces() -> dict[str, list[Step]]:
 
 
 def run_virtual(
-    tr: dict[str, list[Step]], *, n: int, rate: float, replicas: int, placement: str, seed: int
+    tr: dict[str, list[Step]],
+    *,
+    n: int,
+    rate: float,
+    replicas: int,
+    placement: str,
+    seed: int,
+    profile: str = PROFILE,
 ) -> dict[str, float]:
-    loop = ReplicaLoop(replicas=replicas, placement=placement, profile=PROFILE)
+    loop = ReplicaLoop(replicas=replicas, placement=placement, profile=profile)
     rnd = random.Random(seed)
     names = sorted(tr)
     t = 0.0
@@ -115,12 +122,14 @@ def virtual_sweep(tr: dict[str, list[Step]], args: argparse.Namespace) -> list[d
     for replicas in args.replicas:
         # offered load relative to this N's least-loaded capacity (all queries at once)
         mu = run_virtual(tr, n=args.queries, rate=1e6, replicas=replicas,
-                         placement="least-loaded", seed=args.seed)["throughput"]  # fmt: skip
+                         placement="least-loaded", seed=args.seed,
+                         profile=args.profile)["throughput"]  # fmt: skip
         for load in LOADS:
             for placement in PLACEMENTS if replicas > 1 else PLACEMENTS[:1]:
                 started = time.perf_counter()
                 res = run_virtual(tr, n=args.queries, rate=load * mu, replicas=replicas,
-                                  placement=placement, seed=args.seed)  # fmt: skip
+                                  placement=placement, seed=args.seed,
+                                  profile=args.profile)  # fmt: skip
                 rows.append({"replicas": replicas, "placement": placement, "load": load,
                              "rate_qps": round(load * mu, 4),
                              **{k: round(v, 4) for k, v in res.items()}})  # fmt: skip
@@ -144,6 +153,7 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--replicas", type=int, nargs="+", default=[1, 2, 4, 8])
     ap.add_argument("--real-queries", type=int, default=8, help="0 skips the real-time part")
     ap.add_argument("--time-scale", type=float, default=0.5)
+    ap.add_argument("--profile", default=PROFILE, help="sim profile of each replica")
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--out", default="replicas")
     args = ap.parse_args(argv)
@@ -167,7 +177,7 @@ def write(rows: list[dict[str, Any]], real: list[dict[str, Any]], args: argparse
     slos = [round(base * k, 2) for k in (2, 4)]
     cmd = " ".join(["python benchmarks/bench_replicas.py", *sys.argv[1:]])
     lines = [
-        f"# N replicas: least-loaded against prefix-affinity and vllm-router (SIMULATED, {PROFILE})",
+        f"# N replicas: least-loaded against prefix-affinity and vllm-router (SIMULATED, {args.profile})",
         "",
         f"Command: `{cmd}`. SIMULATED throughout: a vLLM-like cost model, not a GPU. Virtual-clock "
         f"figures are exact for the model; the real-time table ran on a shared 2-core machine "
@@ -235,7 +245,7 @@ def plot(rows: list[dict[str, Any]], args: argparse.Namespace) -> None:
                         label=f"{placement} P50")  # fmt: skip
                 ax.plot([r["rate_qps"] for r in mine], [r["p99"] for r in mine], "x--",
                         label=f"{placement} P99")  # fmt: skip
-        ax.set_title(f"{n} SIMULATED H200 replica(s)")
+        ax.set_title(f"{n} SIMULATED replica(s), {args.profile}")
         ax.set_xlabel("offered load (queries/s)")
         ax.set_ylabel("latency (SIMULATED s)")
         ax.set_yscale("log")
