@@ -25,6 +25,7 @@ from typing import Any
 from workloads.runner import Step
 
 from duckdb_sem.backends.registry import create_backend
+from duckdb_sem.scheduler.admission import ReplicaLimits
 from duckdb_sem.scheduler.core import Scheduler
 from duckdb_sem.scheduler.seu import SEU
 
@@ -110,11 +111,17 @@ def run_config(
             # An openai: backend's identity includes its server URL, so the scheduler refuses
             # N of them as replicas of one model; these servers do serve one (SIMULATED) model.
             b.answers = backends[0].answers  # type: ignore[attr-defined]
+        limits = None
+        if placement == "vllm-router":
+            # one backend standing for N servers: as many dispatches in flight as N backends get
+            # (``duckdb-sem serve --max-inflight-dispatches``), else only two SEUs run at once
+            limits = [ReplicaLimits(2 * replicas, 2 * concurrency * replicas)]
         sched = Scheduler(
             backends,
             policy="srtf",
             placement="least-loaded" if placement == "vllm-router" else placement,
             fusion=False,
+            limits=limits,
         )
         stack.callback(sched.close)
         latencies: list[float] = []

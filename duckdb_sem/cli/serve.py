@@ -13,6 +13,7 @@ Give ``--backend`` several times for replicas of one model (e.g. two vLLM server
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import signal
 import sys
@@ -82,6 +83,13 @@ log = logging.getLogger(__name__)
     default=None,
     help="prefix-affinity: a replica keeps its prefixes up to this x the mean load [1.25].",
 )
+@click.option(
+    "--max-inflight-dispatches",
+    type=click.IntRange(min=1),
+    default=None,
+    help="Per replica: SEUs in flight at once [backend's batches, 2 for openai:]; about 2x the "
+    "servers behind a router.",
+)
 @click.option("--max-inflight-requests", type=int, default=None, help="Per replica.")
 @click.option("--max-inflight-tokens", type=int, default=None, help="Per replica (estimated).")
 def serve(
@@ -92,6 +100,7 @@ def serve(
     cache: str | None,
     placement: str,
     load_factor: float | None,
+    max_inflight_dispatches: int | None,
     max_inflight_requests: int | None,
     max_inflight_tokens: int | None,
 ) -> None:
@@ -103,6 +112,10 @@ def serve(
         )
         for b in built
     ]
+    if max_inflight_dispatches is not None:
+        limits = [
+            dataclasses.replace(lim, max_dispatches=max_inflight_dispatches) for lim in limits
+        ]
     cache_path = None
     if cache is None:
         cache_path = default_cache_path()
