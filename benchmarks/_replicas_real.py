@@ -98,7 +98,12 @@ def run_config(
         concurrency = 64
         if placement == "vllm-router":
             port = _port()
-            router = shutil.which("vllm-router") or "vllm-router"
+            router = shutil.which("vllm-router")
+            if router is None:
+                raise SystemExit(
+                    "vllm-router is not installed: pip install vllm-router==0.1.17 "
+                    "(or pip install -e '.[bench]'), or run with --real-queries 0"
+                )
             cmd = [router, "--host", "127.0.0.1", "--port", str(port), "--policy", "cache_aware",
                    "--worker-urls", *bases, "--log-level", "warning"]  # fmt: skip
             _start(stack, cmd, f"http://127.0.0.1:{port}/health")
