@@ -5,12 +5,15 @@ Example::
     duckdb-sem serve --backend llama: --listen 127.0.0.1:7300 --policy srtf
     DUCKDB_SEM_SCHEDULER=http://127.0.0.1:7300 python my_app.py
 
-Give ``--backend`` several times for replicas of one model (e.g. two vLLM servers); new work
-goes to the least loaded one. ``--listen unix:/path/sem.sock`` serves on a unix socket.
+Give ``--backend`` several times for replicas of one model (e.g. two vLLM servers);
+``--placement`` picks the replica for new work: the least loaded one, or ``prefix-affinity``
+(an instruction stays on the replica whose prefix cache holds it, within a load bound).
+``--listen unix:/path/sem.sock`` serves on a unix socket.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import signal
 import sys
@@ -24,6 +27,7 @@ from duckdb_sem.backends.registry import create_backend
 from duckdb_sem.config import Settings, default_cache_path
 from duckdb_sem.scheduler.admission import ReplicaLimits
 from duckdb_sem.scheduler.core import Scheduler
+from duckdb_sem.scheduler.placement import PLACEMENTS, make_placement
 from duckdb_sem.scheduler.policies import POLICIES, make_policy
 from duckdb_sem.scheduler.shared import open_cache
 from duckdb_sem.scheduler.sidecar_server import SidecarServer
@@ -66,6 +70,26 @@ log = logging.getLogger(__name__)
     default=None,
     help="LLM-call cache file, or 'off' [default: ~/.cache/duckdb-sem/llm_cache.sqlite].",
 )
+@click.option(
+    "--placement",
+    type=click.Choice(PLACEMENTS),
+    default="least-loaded",
+    show_default=True,
+    help="Replica for new work with several --backend: least loaded, or prefix affinity.",
+)
+@click.option(
+    "--load-factor",
+    type=float,
+    default=None,
+    help="prefix-affinity: a replica keeps its prefixes up to this x the mean load [1.25].",
+)
+@click.option(
+    "--max-inflight-dispatches",
+    type=click.IntRange(min=1),
+    default=None,
+    help="Per replica: SEUs in flight at once [backend's batches, 2 for openai:]; about 2x the "
+    "servers behind a router.",
+)
 @click.option("--max-inflight-requests", type=int, default=None, help="Per replica.")
 @click.option("--max-inflight-tokens", type=int, default=None, help="Per replica (estimated).")
 def serve(
@@ -74,6 +98,9 @@ def serve(
     policy: str,
     aging_rate: float | None,
     cache: str | None,
+    placement: str,
+    load_factor: float | None,
+    max_inflight_dispatches: int | None,
     max_inflight_requests: int | None,
     max_inflight_tokens: int | None,
 ) -> None:
@@ -85,6 +112,10 @@ def serve(
         )
         for b in built
     ]
+    if max_inflight_dispatches is not None:
+        limits = [
+            dataclasses.replace(lim, max_dispatches=max_inflight_dispatches) for lim in limits
+        ]
     cache_path = None
     if cache is None:
         cache_path = default_cache_path()
@@ -95,6 +126,7 @@ def serve(
         policy=make_policy(policy, aging_rate=aging_rate),
         cache=open_cache(cache_path, retry_failures=Settings.from_env().retry_failures),
         limits=limits,
+        placement=make_placement(placement, load_factor=load_factor),
     )
     server = SidecarServer(scheduler, listen)
     stop = threading.Event()
@@ -108,7 +140,7 @@ def serve(
     described = "; ".join(b.describe() for b in built)
     click.echo(
         f"duckdb-sem scheduler listening on {server.url} (policy {policy}, "
-        f"{len(built)} replica(s): {described}, cache {cache_path or 'off'})",
+        f"placement {placement}, {len(built)} replica(s): {described}, cache {cache_path or 'off'})",
         err=True,
     )
     sys.stderr.flush()

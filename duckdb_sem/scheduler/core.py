@@ -4,8 +4,9 @@ A submitted SEU's requests are answered from, in order: its connection's persist
 (:meth:`Scheduler.submit_with`; one scheduler serves connections with different caches); an identical
 request already queued or running (fusion by signature: the SEU attaches to it and, while it is
 queued, adds its priority contribution); otherwise they become new work. New work waits in the
-policy's queue as one :class:`QueuedSEU` and is dispatched to the least loaded backend replica
-that admits it (:mod:`.admission`), so the policy, not a backend's queue, decides the order.
+policy's queue as one :class:`QueuedSEU` and is dispatched to the backend replica its placement
+picks (:mod:`.placement`: least loaded, or prefix affinity) if that replica admits it
+(:mod:`.admission`), so the policy, not a backend's queue, decides the order.
 Dispatched work runs to completion; preemption happens between SEUs, so no finished work is
 lost. Completions stream back per backend batch and go to the cache of every connection that
 asked for them before anyone else can ask. Cancelling a query whose work is running aborts it
@@ -37,6 +38,7 @@ from duckdb_sem.scheduler.admission import (
     least_loaded,
 )
 from duckdb_sem.scheduler.executor import Executor, ThreadExecutor
+from duckdb_sem.scheduler.placement import Placement, make_placement
 from duckdb_sem.scheduler.policies import Policy, QueuedSEU, make_policy
 from duckdb_sem.scheduler.queries import prune_idle, status_snapshot, track_query
 from duckdb_sem.scheduler.seu import SEU, Served, SEUFuture, SEUResult
@@ -71,6 +73,7 @@ class Scheduler:
         limits: Sequence[ReplicaLimits] | None = None,
         aging_rate: float | None = None,
         fusion: bool = True,
+        placement: Placement | str = "least-loaded",
     ) -> None:
         if not backends:
             raise SchedulerError("a scheduler needs at least one backend")
@@ -87,6 +90,7 @@ class Scheduler:
         self.cache = cache
         self.clock = clock
         self.fusion = fusion  # False only for ablations: identical requests then run again
+        self.placement = make_placement(placement) if isinstance(placement, str) else placement
         lims = list(limits) if limits else [ReplicaLimits.for_backend(b) for b in backends]
         self.replicas = [
             ReplicaState(i, b, lim) for i, (b, lim) in enumerate(zip(backends, lims, strict=True))
@@ -317,9 +321,8 @@ class Scheduler:
 
     def _dispatch_locked(self) -> None:
         while len(self.policy):
-            replica = least_loaded(self.replicas)
-            if replica is None:
-                return
+            if least_loaded(self.replicas) is None:
+                return  # no replica can take a dispatch
             now = self.clock()
             item = self.policy.pop(now)
             if item is None:
@@ -331,7 +334,11 @@ class Scheduler:
                     owner.queued -= 1
                 continue
             tokens = sum(p.tokens for p in work)
-            if not replica.admits(len(work), tokens):
+            prefix = work[0].request.prefix
+            replica = self.placement.place(
+                self.replicas, prefix=prefix, requests=len(work), tokens=tokens
+            )
+            if replica is None or not replica.admits(len(work), tokens):
                 self._item_work[item] = work
                 self.policy.push(item)
                 return

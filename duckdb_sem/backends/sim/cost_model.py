@@ -14,15 +14,20 @@ decoding sequence runs at ``1 / itl_single_s`` tokens/s, a full decode batch at
 ``decode_tokens_per_s_max``, and large prefills at ``prefill_tokens_per_s``.
 
 Prefix caching: once a sequence has computed its shared prefix, later sequences with the same
-prefix start with the prefix's full blocks already computed (as vLLM's automatic prefix cache).
+prefix start with the prefix's full blocks already computed (as vLLM's automatic prefix cache),
+but only while those blocks are still cached. Cached prefixes live in the same KV budget
+(``kv_cache_tokens``) as the running sequences; when a new prefix or a new sequence needs room,
+the least recently used prefix that no running sequence shares is evicted (vLLM frees blocks
+whose reference count dropped to zero in LRU order). So on several replicas a prefix hit
+depends on where a request is placed: that is what makes routing measurable.
 Simplifications: the KV cache is reserved for prompt plus all output tokens at admission (no
-preemption), and cached prefixes are never evicted.
+preemption), and a running sequence's own KV is counted apart from the cached prefix it shares.
 """
 
 from __future__ import annotations
 
 import threading
-from collections import deque
+from collections import OrderedDict, deque
 from dataclasses import dataclass, field
 
 from duckdb_sem.backends.sim.profiles import SimProfile
@@ -67,6 +72,7 @@ class StepResult:
     decode_tokens: int
     cached_tokens: int
     finished: tuple[SeqState, ...]
+    queried_tokens: int = 0  # prompt tokens of the admitted sequences (the hit rate's base)
 
 
 class CostModel:
@@ -74,7 +80,18 @@ class CostModel:
 
     def __init__(self, profile: SimProfile) -> None:
         self.profile = profile
-        self._prefix_cache: set[str] = set()
+        # prefix key -> cached tokens (whole blocks), least recently used first
+        self._prefix_cache: OrderedDict[str, int] = OrderedDict()
+        self.evictions = 0  # prefixes evicted to make room, since the model was built
+
+    @property
+    def cached_prefix_tokens(self) -> int:
+        """KV tokens held by cached prefixes right now."""
+        return sum(self._prefix_cache.values())
+
+    def cached_prefixes(self) -> list[str]:
+        """Keys of the cached prefixes, least recently used first (for tests and metrics)."""
+        return list(self._prefix_cache)
 
     def step_seconds(self, *, tokens: int, decoding: int) -> float:
         """Duration of a step computing ``tokens`` tokens, ``decoding`` of them decodes."""
@@ -100,12 +117,13 @@ class CostModel:
             work.append((seq, take))
             budget -= take
         kv_used = sum(s.kv_tokens for s in running)
-        cached_now = 0
+        cached_now = queried = 0
         while waiting and budget > 0 and len(running) < p.max_num_seqs:
             seq = waiting[0]
             if kv_used + seq.kv_tokens > p.kv_cache_tokens and running:
                 break
             cached = self._cached_tokens(seq)
+            self._make_room(kv_used + seq.kv_tokens, running, keep=seq.prefix_key)
             need = seq.prompt_tokens - cached
             if not p.chunked_prefill and need > budget and work:
                 break
@@ -113,6 +131,7 @@ class CostModel:
             seq.computed = seq.cached = cached
             seq.admitted_at = now
             cached_now += cached
+            queried += seq.prompt_tokens
             running.append(seq)
             kv_used += seq.kv_tokens
             take = min(need, budget) if p.chunked_prefill else need
@@ -129,7 +148,7 @@ class CostModel:
             if seq.in_prefill:
                 seq.computed += take
                 if seq.computed >= seq.prefix_tokens and p.prefix_caching:
-                    self._prefix_cache.add(seq.prefix_key)
+                    self._insert(seq, running)
                 if seq.in_prefill:
                     continue  # a chunk of a longer prompt: no token sampled yet
             seq.generated += 1
@@ -140,11 +159,44 @@ class CostModel:
                 finished.append(seq)
         for seq in finished:
             running.remove(seq)
-        return StepResult(duration, tokens - decoding, decoding, cached_now, tuple(finished))
+        return StepResult(
+            duration, tokens - decoding, decoding, cached_now, tuple(finished), queried
+        )
 
     def _cached_tokens(self, seq: SeqState) -> int:
         if not self.profile.prefix_caching or seq.prefix_key not in self._prefix_cache:
             return 0
-        block = self.profile.block_size
+        self._prefix_cache.move_to_end(seq.prefix_key)  # a hit makes it most recently used
         # vLLM reuses whole blocks only, and always recomputes at least the last prompt token.
-        return min((seq.prefix_tokens // block) * block, seq.prompt_tokens - 1)
+        return min(self._prefix_cache[seq.prefix_key], seq.prompt_tokens - 1)
+
+    def _insert(self, seq: SeqState, running: list[SeqState]) -> None:
+        """Cache ``seq``'s prefix (its whole blocks) if it fits beside the running sequences."""
+        block = self.profile.block_size
+        size = (seq.prefix_tokens // block) * block
+        if seq.prefix_key in self._prefix_cache:
+            self._prefix_cache.move_to_end(seq.prefix_key)
+            return
+        if size <= 0:
+            return
+        kv_used = sum(s.kv_tokens for s in running)
+        if self._make_room(kv_used + size, running, keep=seq.prefix_key):
+            self._prefix_cache[seq.prefix_key] = size
+
+    def _make_room(self, needed: int, running: list[SeqState], *, keep: str) -> bool:
+        """Evict LRU prefixes no running sequence shares until ``needed`` more KV tokens fit
+        beside the cache; False when even evicting all of those would not make room."""
+        limit = self.profile.kv_cache_tokens
+        held = self.cached_prefix_tokens
+        if needed + held <= limit:
+            return True
+        shared = {s.prefix_key for s in running}
+        shared.add(keep)
+        for key in list(self._prefix_cache):
+            if needed + held <= limit:
+                break
+            if key in shared:
+                continue
+            held -= self._prefix_cache.pop(key)
+            self.evictions += 1
+        return needed + held <= limit

@@ -36,6 +36,14 @@ class EngineStats:
     cached_tokens: int
     finished: int
     aborted: int
+    queried_tokens: int = 0  # prompt tokens of admitted sequences (vLLM's prefix_cache_queries)
+    prefix_evictions: int = 0  # cached prefixes evicted (LRU) to make room in the KV budget
+    cached_prefix_tokens: int = 0  # KV tokens held by cached prefixes right now
+
+    @property
+    def prefix_hit_rate(self) -> float:
+        """Share of admitted prompt tokens served by the prefix cache (vLLM's definition)."""
+        return self.cached_tokens / self.queried_tokens if self.queried_tokens else 0.0
 
 
 class VirtualEngine:
@@ -61,7 +69,8 @@ class VirtualEngine:
         self._next_id = 0
         self._closed = False
         self._thread: threading.Thread | None = None
-        self._totals = [0, 0, 0, 0, 0, 0]  # steps, prefill, decode, cached, finished, aborted
+        # steps, prefill, decode, cached, finished, aborted, queried
+        self._totals = [0, 0, 0, 0, 0, 0, 0]
 
     @property
     def virtual_seconds(self) -> float:
@@ -70,8 +79,19 @@ class VirtualEngine:
 
     def stats(self) -> EngineStats:
         with self._cond:
-            steps, prefill, decode, cached, finished, aborted = self._totals
-            return EngineStats(self._clock, steps, prefill, decode, cached, finished, aborted)
+            steps, prefill, decode, cached, finished, aborted, queried = self._totals
+            return EngineStats(
+                self._clock,
+                steps,
+                prefill,
+                decode,
+                cached,
+                finished,
+                aborted,
+                queried,
+                self._model.evictions,
+                self._model.cached_prefix_tokens,
+            )
 
     def load(self) -> tuple[int, int]:
         """(waiting, running) sequences right now."""
@@ -159,5 +179,6 @@ class VirtualEngine:
                 t[2] += result.decode_tokens
                 t[3] += result.cached_tokens
                 t[4] += len(result.finished)
+                t[6] += result.queried_tokens
                 for seq in result.finished:
                     seq.done.set()

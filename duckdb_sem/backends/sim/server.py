@@ -260,6 +260,11 @@ class _Handler(BaseHTTPRequestHandler):
                 f'vllm:num_requests_running{{model_name="{self.sim.model_id}"}} {load.running}\n'
                 f'vllm:num_requests_waiting{{model_name="{self.sim.model_id}"}} {load.queued}\n'
                 f"duckdb_sem_sim_virtual_seconds {stats.virtual_seconds}\n"
+                f'vllm:prefix_cache_queries_total{{model_name="{self.sim.model_id}"}} '
+                f"{stats.queried_tokens}\n"
+                f'vllm:prefix_cache_hits_total{{model_name="{self.sim.model_id}"}} '
+                f"{stats.cached_tokens}\n"
+                f"duckdb_sem_sim_prefix_evictions_total {stats.prefix_evictions}\n"
             )
             self._send_raw(200, text.encode(), "text/plain; version=0.0.4")
         else:
