@@ -93,6 +93,14 @@ class Backend(abc.ABC):
         """Identity used in request signatures, derived from :attr:`answers` (every field)."""
         return self.answers.identity()
 
+    @property
+    def replica_identity(self) -> str:
+        """:attr:`backend_id` without where the model is served (``Answers.LOCATION``): equal
+        for replicas of one model (``duckdb-sem serve --backend openai:A --backend openai:B``).
+        A backend that defines ``backend_id`` itself (a test double) is its own."""
+        answers = getattr(self, "answers", None)
+        return answers.replica_identity() if answers is not None else self.backend_id
+
     @abc.abstractmethod
     def complete(self, requests: Sequence[LLMRequest]) -> list[Completion]:
         """Answer every request, in order (blocking, thread-safe)."""

@@ -22,7 +22,8 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Iterable
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, fields, replace
+from typing import ClassVar
 
 __all__ = ["Answers", "digest"]
 
@@ -42,6 +43,14 @@ class Answers:
             if f.name not in ("kind", "model")
         )
         return f"{self.kind}:{self.model}:{rest}" if rest else f"{self.kind}:{self.model}"
+
+    #: fields that say where the model is served, not what it answers (an OpenAI-compatible
+    #: server's address): replicas of one model differ only in them
+    LOCATION: ClassVar[tuple[str, ...]] = ()
+
+    def replica_identity(self) -> str:
+        """The identity with the :attr:`LOCATION` fields left out: equal for replicas."""
+        return replace(self, **dict.fromkeys(self.LOCATION, "")).identity()
 
 
 def digest(items: Iterable[object]) -> str:

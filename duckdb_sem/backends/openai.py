@@ -37,7 +37,7 @@ import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor, wait
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, ClassVar
 
 import httpx
 
@@ -116,6 +116,9 @@ OPTIONS = (
 @dataclass(frozen=True, slots=True, kw_only=True)
 class OpenAIAnswers(Answers):
     server: str  # base URL: another server may serve another build of the same name
+    #: servers named as replicas of one scheduler (``duckdb-sem serve --backend openai:A
+    #: --backend openai:B``) are the operator's word that they serve the same build
+    LOCATION: ClassVar[tuple[str, ...]] = ("server",)
     threshold: float = 0.0
     top_logprobs: int = 20
     wire_format: int = WIRE_FORMAT

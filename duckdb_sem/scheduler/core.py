@@ -77,12 +77,16 @@ class Scheduler:
     ) -> None:
         if not backends:
             raise SchedulerError("a scheduler needs at least one backend")
-        ids = {b.backend_id for b in backends}
-        if len(ids) != 1:
+        models = {b.replica_identity for b in backends}
+        if len(models) != 1:
             raise SchedulerError(
-                f"replicas behind one scheduler must serve the same model; got {sorted(ids)}"
+                "replicas behind one scheduler must serve the same model with the same "
+                f"answer-changing options; got {sorted(models)}"
             )
-        self.backend_id = backends[0].backend_id
+        ids = {b.backend_id for b in backends}
+        # one identity for the requests' signatures: the backend's own, or, for replicas that
+        # differ only in where they are served (openai:A, openai:B), the model's without it
+        self.backend_id = ids.pop() if len(ids) == 1 else models.pop()
         self.backends = list(backends)
         self.policy = (
             make_policy(policy, aging_rate=aging_rate) if isinstance(policy, str) else policy

@@ -95,3 +95,38 @@ def test_cli_sim_server_process() -> None:
         backend.close()
     finally:
         stop(proc)
+
+
+def test_two_servers_of_one_model_are_replicas_of_one_scheduler() -> None:
+    from duckdb_sem.errors import SchedulerError
+    from duckdb_sem.scheduler.core import Scheduler
+    from duckdb_sem.scheduler.seu import SEU
+
+    sims = [create("sim:default?selectivity=0.3&seed=1") for _ in range(2)]
+    servers = [SimServer(b).start() for b in sims]
+    other = create("sim:tiny?selectivity=0.3&seed=1")
+    other_server = SimServer(other).start()
+    try:
+        a, b = (create_backend(f"openai:{s.base_url}") for s in servers)
+        assert a.backend_id != b.backend_id  # each names its server ...
+        scheduler = Scheduler([a, b])  # ... but they serve one model: replicas
+        assert "server=" in scheduler.backend_id and servers[0].base_url not in scheduler.backend_id
+        reqs = tuple(build_request(OperatorKind.FILTER, f"review {i}") for i in range(200))
+        futures = [scheduler.submit(SEU(f"q{k}", "f", reqs[k::4], 1.0)) for k in range(4)]
+        answers = [c.value for f in futures for c in f.result(timeout=60).completions]
+        direct = create("sim:default?selectivity=0.3&seed=1")
+        expected = direct.complete([r for k in range(4) for r in reqs[k::4]])
+        direct.close()
+        assert answers == [c.value for c in expected]
+        assert all(s.backend.virtual_seconds > 0 for s in servers)  # both replicas answered
+        scheduler.close()
+        c = create_backend(f"openai:{other_server.base_url}")
+        with pytest.raises(SchedulerError, match="same model"):
+            Scheduler([a, c])
+        for backend in (a, b, c):
+            backend.close()
+    finally:
+        for server in (*servers, other_server):
+            server.close()
+        for backend in (*sims, other):
+            backend.close()
