@@ -18,6 +18,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from functools import partial
 
 from duckdb_sem.llm.request import Completion, LLMRequest
 from duckdb_sem.runtime.context import Progress, QueryContext
@@ -86,7 +87,7 @@ def submit(
         if query.remaining_cost is not None:  # the estimator's figure, when planned
             left = max(query.remaining_cost, left)
         seu = SEU(query.query_id, label, tuple(r for _, r in chunk), left, query.connection)
-        result = wait_for(client, client.submit(seu), query, waited=ledger.waited)
+        result = wait_for(client, partial(client.submit, seu), query, waited=ledger.waited)
         for (sig, _), completion, how in zip(chunk, result.completions, result.served,
                                              strict=True):  # fmt: skip
             _account(query, ledger, completion, how, label)
