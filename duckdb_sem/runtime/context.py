@@ -15,6 +15,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, fields
 from typing import Any
 
+from duckdb_sem.errors import QueryCancelledError
+
 __all__ = ["Memo", "Progress", "QueryContext", "QueryStats"]
 
 _query_ids = itertools.count(1)
@@ -144,6 +146,13 @@ class QueryContext:
     # Approximate plans considered and not taken, and why (``runtime.approximation.decline``;
     # EXPLAIN SEMANTIC lists them).
     declined: list[str] = field(default_factory=list)
+
+    def raise_if_cancelled(self) -> None:
+        """Raise :class:`~duckdb_sem.errors.QueryCancelledError` once the query was cancelled:
+        what every SEU boundary calls, so work answered from the memo or the cache (which
+        never waits on the scheduler) stops there too."""
+        if self.cancelled.is_set():
+            raise QueryCancelledError(f"query {self.query_id} was cancelled")
 
     def add(self, **deltas: float) -> None:
         with self._lock:

@@ -190,6 +190,7 @@ class QueryRun:
                 batch = reader.schema.empty_table()
             produced = True
             previous = batch.num_rows
+            self._stop_if_cancelled()
             started = time.perf_counter()
             out = self._seu(batch)
             if stop is not None:
@@ -206,6 +207,7 @@ class QueryRun:
             if self.options.adapt_batch and stop is None:
                 size = adapt_rows(size, time.perf_counter() - started, self.options)
         if not stream:
+            self._stop_if_cancelled()
             final = self._finish(kept)
             yield empty_batch(final.schema)
             yield from final.to_batches()
@@ -297,6 +299,12 @@ class QueryRun:
             )
         )  # fmt: skip
         return out
+
+    def _stop_if_cancelled(self) -> None:
+        """An SEU boundary: a cancelled query stops here, also when the rest of its work would
+        come from the memo or the cache and so never wait on the scheduler."""
+        if self.query is not None:
+            self.query.raise_if_cancelled()
 
     def _bound_memo(self, rows: int) -> None:
         """Size the query's memo to a few batches (plus the small tables every SEU re-reads):

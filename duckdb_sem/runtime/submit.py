@@ -18,12 +18,14 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Callable, Sequence
+from concurrent.futures import Future
 from dataclasses import dataclass
+from functools import partial
 
 from duckdb_sem.llm.request import Completion, LLMRequest
 from duckdb_sem.runtime.context import Progress, QueryContext
 from duckdb_sem.runtime.waiting import wait_for
-from duckdb_sem.scheduler.seu import SEU, SchedulerClient, Served, SEUFuture
+from duckdb_sem.scheduler.seu import SEU, SchedulerClient, Served, SEUFuture, SEUResult
 
 __all__ = ["COMPLETIONS", "EMBEDDINGS", "ESTIMATOR", "HELPER", "LLM_CALLS", "Ledger", "submit"]
 
@@ -89,10 +91,8 @@ def submit(
         if query.remaining_cost is not None:  # the estimator's figure, when planned
             left = max(query.remaining_cost, left)
         seu = SEU(query.query_id, label, tuple(r for _, r in chunk), left, query.connection)
-        future = client.submit(seu)
-        if ledger.progress:
-            _watch(future, query, label, start, len(items))
-        result = wait_for(client, future, query, waited=ledger.waited)
+        send = partial(_send, client, seu, query, label, start, len(items), ledger.progress)
+        result = wait_for(client, send, query, waited=ledger.waited)  # not sent if cancelled
         for (sig, _), completion, how in zip(chunk, result.completions, result.served,
                                              strict=True):  # fmt: skip
             _account(query, ledger, completion, how, label)
@@ -115,6 +115,15 @@ def _pairs_together(items: Sequence[tuple[str, LLMRequest]]) -> list[int]:
     if all(side is None for side in sides):
         return list(range(len(items)))
     return sorted(range(len(items)), key=lambda i: (items[i][1].prefix, sides[i] or ""))
+
+
+def _send(client: SchedulerClient, seu: SEU, query: QueryContext, label: str, start: int,
+          total: int, progress: bool) -> Future[SEUResult]:  # fmt: skip
+    """Submit ``seu``; the target's SEUs report their answers as they come (:func:`_watch`)."""
+    future = client.submit(seu)
+    if progress:
+        _watch(future, query, label, start, total)
+    return future
 
 
 def _watch(future: object, query: QueryContext, label: str, start: int, total: int) -> None:

@@ -1,6 +1,8 @@
 """Waiting for scheduled work as a query: the one loop every runtime caller uses.
 
-A caller that submitted an SEU waits for its future in short slices, so a cancelled query
+A caller submits an SEU through :func:`wait_for`, which checks the query's cancellation flag
+*before* submitting (an SEU of a query interrupted meanwhile is never sent, so it cannot start
+on a free replica) and then waits for its future in short slices, so a cancelled query
 (``interrupt()``, a client's cancel request) stops waiting at once, drops its queued work on
 the scheduler and raises :class:`~duckdb_sem.errors.QueryCancelledError`.
 """
@@ -8,11 +10,11 @@ the scheduler and raises :class:`~duckdb_sem.errors.QueryCancelledError`.
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from concurrent.futures import Future
 from concurrent.futures import TimeoutError as FutureTimeout
 from typing import TypeVar
 
-from duckdb_sem.errors import QueryCancelledError
 from duckdb_sem.runtime.context import QueryContext
 from duckdb_sem.scheduler.seu import SchedulerClient
 
@@ -23,15 +25,21 @@ _SLICE_S = 0.05
 
 
 def wait_for(
-    client: SchedulerClient, future: Future[T], query: QueryContext, *, waited: str | None = None
+    client: SchedulerClient,
+    submit: Callable[[], Future[T]],
+    query: QueryContext,
+    *,
+    waited: str | None = None,
 ) -> T:
-    """``future``'s result; ``waited``: the ``QueryStats`` field the seconds are added to."""
+    """The result of the future ``submit()`` returns, unless the query is cancelled before it
+    is submitted or while it waits; ``waited``: the ``QueryStats`` field the seconds are
+    added to."""
     started = time.monotonic()
     try:
+        _stop_if_cancelled(client, query)
+        future = submit()
         while True:
-            if query.cancelled.is_set():
-                client.cancel(query.query_id)
-                raise QueryCancelledError(f"query {query.query_id} was cancelled")
+            _stop_if_cancelled(client, query)
             try:
                 return future.result(timeout=_SLICE_S)
             except FutureTimeout:
@@ -39,3 +47,9 @@ def wait_for(
     finally:
         if waited is not None:
             query.add(**{waited: time.monotonic() - started})
+
+
+def _stop_if_cancelled(client: SchedulerClient, query: QueryContext) -> None:
+    if query.cancelled.is_set():
+        client.cancel(query.query_id)
+        query.raise_if_cancelled()

@@ -57,6 +57,7 @@ from duckdb_sem.scheduler.waiters import (
 __all__ = ["Scheduler"]
 
 _RECENT = 4096  # completed answers kept until the cache surely has them
+_CANCELLED = 4096  # cancelled query ids remembered: their SEUs that arrive later are refused
 
 
 class Scheduler:
@@ -110,6 +111,8 @@ class Scheduler:
         self._running: dict[int, Running] = {}
         self._queries: dict[str, QueryState] = {}
         self._recent: OrderedDict[str, Completion] = OrderedDict()
+        # a cancel may arrive before the query's requests do (a sidecar's cancel travels apart)
+        self._cancelled: OrderedDict[str, None] = OrderedDict()
         self._dispatch_ids = itertools.count(1)
         self._submits = 0
         self._lock = threading.RLock()
@@ -126,11 +129,17 @@ class Scheduler:
         if n == 0:
             future.set_result(SEUResult((), ()))
             return future
+        if seu.query_id in self._cancelled:  # read without the lock: checked again below
+            future.set_exception(QueryCancelledError(f"query {seu.query_id} was cancelled"))
+            return future
         sigs = [r.signature(self.backend_id) for r in seu.requests]
         cached = cache.get_many(sigs) if cache is not None else {}
         with self._lock:
             if self._closed:
                 raise SchedulerError("the scheduler is closed; open a new connection")
+            if seu.query_id in self._cancelled:
+                future.set_exception(QueryCancelledError(f"query {seu.query_id} was cancelled"))
+                return future
             now = self.clock()
             state = self._state_locked(seu, now)
             waiter = Waiter(seu, future, [None] * n, [Served.BACKEND] * n, n, state, cache=cache)
@@ -182,12 +191,17 @@ class Scheduler:
         return future
 
     def cancel(self, query_id: str) -> None:
-        """Fail the query's waiting SEUs and drop its queued work that nobody else shares.
+        """Fail the query's waiting SEUs and drop its queued work that nobody else shares;
+        SEUs of the query submitted later are refused.
 
         Running work that no other query waits on is aborted (``Backend.abort``; the executor
         stops between backend batches); what finishes anyway goes to the cache.
         """
         with self._lock:
+            self._cancelled[query_id] = None
+            self._cancelled.move_to_end(query_id)
+            if len(self._cancelled) > _CANCELLED:
+                self._cancelled.popitem(last=False)
             for pending in list(self._pending.values()):
                 mine = [(w, i) for w, i in pending.waiters if w.seu.query_id == query_id]
                 if not mine:

@@ -76,7 +76,7 @@ class ThreadExecutor:
         max_batch = 1 if capacity.one_by_one else max(1, capacity.max_batch)
         try:
             for start in range(0, len(dispatch.requests), max_batch):
-                if start and not sink.wanted(dispatch.dispatch_id):
+                if not sink.wanted(dispatch.dispatch_id):
                     # every query waiting on the rest was cancelled: release it unrun
                     sink.fail(dispatch.dispatch_id, QueryCancelledError("dispatch aborted"))
                     return

@@ -382,8 +382,9 @@ class SemConnection:
 
     def interrupt(self) -> None:
         """Cancel the running query: its queued LLM work is dropped, DuckDB is interrupted."""
-        self.session.query.cancelled.set()
-        self.session.engine.cancel(self.session.query.query_id)
+        query = self.session.query  # read once: the flag and the cancel name the same query
+        query.cancelled.set()
+        self.session.engine.cancel(query.query_id)
         self._con.interrupt()
 
     def close(self) -> None:

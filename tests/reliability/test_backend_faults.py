@@ -29,7 +29,7 @@ from duckdb_sem.errors import (
 )
 from duckdb_sem.llm.prompts import build_request
 from duckdb_sem.llm.request import Completion, OperatorKind
-from duckdb_sem.testing import FaultProxy, fail_every, fail_first
+from duckdb_sem.testing import Exchange, FaultProxy, fail_every, fail_first
 
 SQL = (
     "SELECT i, sem_filter('{0} is good', 'row ' || i::VARCHAR) AS ok FROM range(40) t(i) ORDER BY i"
@@ -169,8 +169,19 @@ def sim_server() -> Iterator[SimServer]:
     backend.close()
 
 
-def _over(proxy: FaultProxy, options: str = "") -> str:
-    return f"openai:{proxy.base_url}/v1?concurrency=4&timeout=2&{FAST}&{options}"
+def _over(proxy: FaultProxy, options: str = "timeout=10") -> str:
+    # 10 s a try: an answer of the in-process sim server on a loaded 2-core machine can take
+    # seconds, and a try that times out is one more fault than the plan injected
+    return f"openai:{proxy.base_url}/v1?concurrency=4&{FAST}&{options}"
+
+
+def test_fail_every_lets_the_resend_of_a_faulted_post_pass() -> None:
+    """So a retry test cannot hinge on how concurrent clients' POSTs interleave."""
+    plan = fail_every(3, "500")
+    bodies = [b"a", b"a", b"b", b"c", b"d", b"d", b"e"]
+    got = [plan(Exchange(i, "POST", "/v1/chat/completions", b)) for i, b in enumerate(bodies)]
+    assert got == ["500", "pass", "pass", "pass", "500", "pass", "pass"]
+    assert plan(Exchange(7, "GET", "/v1/models", b"")) == "pass"
 
 
 @pytest.mark.integration

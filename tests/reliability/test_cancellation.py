@@ -14,15 +14,21 @@ import sys
 import threading
 import time
 from collections.abc import Sequence
+from concurrent.futures import Future
 from pathlib import Path
 
 import duckdb
 import pytest
 
 import duckdb_sem
+from duckdb_sem.backends.rules import RuleBackend
+from duckdb_sem.cache.store import LLMCache
 from duckdb_sem.errors import QueryCancelledError
-from duckdb_sem.llm.request import Completion, LLMRequest
+from duckdb_sem.llm.prompts import build_request
+from duckdb_sem.llm.request import Completion, LLMRequest, OperatorKind
 from duckdb_sem.scheduler.core import Scheduler
+from duckdb_sem.scheduler.executor import ManualExecutor, ThreadExecutor
+from duckdb_sem.scheduler.seu import SEU, SEUResult
 
 SEU_ROWS = 8
 LATENCY_S = 0.1
@@ -67,16 +73,19 @@ def test_interrupt_stops_within_one_seu_frees_the_queue_and_others_continue(
     a = threading.Thread(target=run, args=("a", con_a, a_sql))
     b = threading.Thread(target=run, args=("b", con_b, b_sql))
     a.start()
+    deadline = time.monotonic() + 60
     while sum(1 for _, row in answered if row.startswith("a-")) < 2 * SEU_ROWS:
+        assert time.monotonic() < deadline and "a" not in outcome, outcome.get("a")
         time.sleep(0.01)
     b.start()
     time.sleep(3 * LATENCY_S)
     query_a = con_a.session.query.query_id
     interrupted = time.monotonic()
     con_a.interrupt()
-    a.join(timeout=10)
+    a.join(timeout=30)
     stopped = time.monotonic() - interrupted
-    assert isinstance(outcome["a"], QueryCancelledError | duckdb.InterruptException)
+    assert not a.is_alive(), "query A did not stop within 30 s of the interrupt"
+    assert isinstance(outcome["a"], QueryCancelledError | duckdb.InterruptException), outcome["a"]
     # Generous on purpose (a 2-core machine shared with other work): the bound that matters is
     # the count of A's requests answered after the interrupt, below; this catches a hang.
     assert stopped < 5.0, f"interrupt took {stopped:.2f}s"
@@ -84,10 +93,108 @@ def test_interrupt_stops_within_one_seu_frees_the_queue_and_others_continue(
     assert all(item.query_id != query_a for item in scheduler.policy.items())
     b.join(timeout=30)
     assert outcome["b"] == [(i, i % 2 == 0) for i in range(48)]  # B went on, unharmed
-    late = [row for t, row in answered if row.startswith("a-") and t > interrupted + 0.01]
+    # A's SEUs run one after another and each is checked against the flag before it is sent,
+    # so only the one on the backend at the interrupt may finish after it (answered times are
+    # taken on the backend's thread before the scheduler hears of them: no timing slack needed)
+    late = [row for t, row in answered if row.startswith("a-") and t > interrupted]
     assert len(late) <= SEU_ROWS, f"{len(late)} requests of A ran after the interrupt"
     con_a.close()
     con_b.close()
+
+
+def _recording(backend: RuleBackend) -> list[str]:
+    """The rows ``backend`` is asked, as it is asked them."""
+    asked: list[str] = []
+    inner = backend.complete
+
+    def complete(requests: Sequence[LLMRequest]) -> list[Completion]:
+        asked.extend(r.row for r in requests)
+        return inner(requests)
+
+    backend.complete = complete  # type: ignore[method-assign]
+    return asked
+
+
+def test_an_interrupt_as_the_first_request_is_sent_runs_none_of_it() -> None:
+    """The interrupt lands after the query's last look at its flag, before its SEU reaches
+    the scheduler: the scheduler remembers the cancel and refuses the SEU."""
+    backend = RuleBackend(yes_if=["good"], max_batch=SEU_ROWS)
+    asked = _recording(backend)
+    con = duckdb_sem.connect(backend=backend, cache="off", batch_size=SEU_ROWS)
+    scheduler = con.session.engine.client.scheduler  # type: ignore[attr-defined]
+    assert isinstance(scheduler, Scheduler)
+    inner = scheduler.submit_with
+
+    def racing(seu: SEU, cache: LLMCache | None) -> Future[SEUResult]:
+        con.interrupt()
+        return inner(seu, cache)
+
+    scheduler.submit_with = racing  # type: ignore[method-assign]
+    try:
+        with pytest.raises((QueryCancelledError, duckdb.InterruptException)):
+            con.sql("SELECT sem_filter('{0} ok', 'r' || i::VARCHAR) FROM range(40) t(i)").fetchall()
+    finally:
+        scheduler.submit_with = inner  # type: ignore[method-assign]
+        con.close()
+    assert asked == []
+
+
+def test_an_interrupt_stops_a_query_whose_rest_needs_no_request() -> None:
+    """Its rest answered from the query's memo (or the cache), a query never waits on the
+    scheduler again: the SEU loop's boundary is where the interrupt takes effect."""
+    con = duckdb_sem.connect(backend="test:?yes_if=good", cache="off", batch_size=SEU_ROWS)
+    con.execute("CREATE TABLE t AS SELECT 'r' || (i % 4)::VARCHAR AS txt FROM range(20000) t(i)")
+    rel = con.sql("SELECT txt, sem_filter('{txt} ok') AS ok FROM t")
+    first = rel.fetchmany(1)  # the first SEU asked the 4 distinct rows; the rest are memo hits
+    assert len(first) == 1 and 0 < con.query_progress().rows_done < 20000
+    con.interrupt()
+    with pytest.raises(QueryCancelledError):
+        rel.fetchall()
+    assert con.sql("SELECT count(*) FROM t").fetchall() == [(20000,)]  # the connection goes on
+    con.close()
+
+
+def test_a_cancel_that_arrives_before_the_querys_requests_refuses_them() -> None:
+    """A sidecar's cancel travels apart from the query's SEUs and may overtake them."""
+    executor = ManualExecutor()
+    scheduler = Scheduler([RuleBackend()], executor=executor)
+    request = build_request(OperatorKind.FILTER, "row 1 is good")
+    scheduler.cancel("q1")
+    refused = scheduler.submit(SEU("q1", "sem_filter", (request,)))
+    with pytest.raises(QueryCancelledError, match="q1"):
+        refused.result(timeout=5)
+    assert executor.started == [] and scheduler.queue_length() == 0
+    scheduler.submit(SEU("q2", "sem_filter", (request,)))  # other queries go on
+    assert len(executor.started) == 1
+
+
+def test_work_cancelled_before_its_worker_starts_never_runs() -> None:
+    """A dispatch waiting for an executor thread when its query is cancelled is dropped, not
+    run: the executor asks whether it is still wanted before its first backend batch too."""
+    backend = RuleBackend(yes_if=["good"])
+    gate = threading.Event()
+    asked: list[str] = []
+    inner = backend.complete
+
+    def blocking(requests: Sequence[LLMRequest]) -> list[Completion]:
+        asked.extend(r.row for r in requests)
+        gate.wait(10)
+        return inner(requests)
+
+    backend.complete = blocking  # type: ignore[method-assign]
+    scheduler = Scheduler([backend], executor=ThreadExecutor(1))  # one worker thread
+    first = scheduler.submit(SEU("q1", "sem_filter", (build_request(OperatorKind.FILTER, "a"),)))
+    deadline = time.monotonic() + 10
+    while not asked and time.monotonic() < deadline:
+        time.sleep(0.005)
+    second = scheduler.submit(SEU("q2", "sem_filter", (build_request(OperatorKind.FILTER, "b"),)))
+    scheduler.cancel("q2")  # dispatched (the replica admits it) but its thread is busy
+    gate.set()
+    assert first.result(timeout=10).completions[0].error is None
+    with pytest.raises(QueryCancelledError):
+        second.result(timeout=10)
+    scheduler.close()
+    assert asked == ["a"]
 
 
 @pytest.mark.integration
