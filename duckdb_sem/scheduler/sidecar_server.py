@@ -106,9 +106,15 @@ class _Handler(BaseHTTPRequestHandler):
             self._send(400, encode_error(SemError(f"bad request to {self.path}: {err}")))
 
 
+#: connections waiting to be accepted (socketserver's default is 5): a thousand client queries
+#: connecting at once overflowed it (benchmarks/bench_sidecar_load.py)
+_BACKLOG = 1024
+
+
 class _TCPServer(ThreadingHTTPServer):
     daemon_threads = True
     allow_reuse_address = True
+    request_queue_size = _BACKLOG
 
     def __init__(self, address: tuple[str, int], scheduler: Scheduler) -> None:
         self.scheduler = scheduler
@@ -117,6 +123,7 @@ class _TCPServer(ThreadingHTTPServer):
 
 class _UnixServer(socketserver.ThreadingMixIn, socketserver.UnixStreamServer):
     daemon_threads = True
+    request_queue_size = _BACKLOG
 
     def __init__(self, path: str, scheduler: Scheduler) -> None:
         self.scheduler = scheduler
