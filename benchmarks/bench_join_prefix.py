@@ -22,7 +22,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from _results import RESULTS
+from _results import RESULTS, write_report
 
 import duckdb_sem
 from duckdb_sem.backends.llama import LlamaBackend
@@ -106,15 +106,11 @@ def main() -> None:
             )
             print(row, flush=True)
             lines.append(row)
-    lines += [
-        "",
-        "Reproduce (alone on the machine): `python benchmarks/bench_join_prefix.py "
-        f"--movies {args.movies} --reviews {args.reviews}`",
-        "",
-    ]
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text("\n".join(lines))
-    print(f"wrote {args.out}")
+    write_report(
+        args.out,
+        lines,
+        f"python benchmarks/bench_join_prefix.py --movies {args.movies} --reviews {args.reviews}",
+    )
 
 
 if __name__ == "__main__":

@@ -29,7 +29,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from _results import RESULTS
+from _results import RESULTS, write_report
 
 ROOT = Path(__file__).resolve().parent.parent
 DATA = ROOT / "duckdb_sem" / "data" / "rt_reviews.csv"
@@ -147,15 +147,12 @@ def main() -> None:
                 )
                 print(row, flush=True)
                 lines.append(row)
-    lines += [
-        "",
-        "Reproduce (alone on the machine): `python benchmarks/bench_processes.py "
-        f"--counts {' '.join(map(str, args.counts))} --workloads {' '.join(args.workloads)}`",
-        "",
-    ]
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text("\n".join(lines))
-    print(f"wrote {args.out}")
+    write_report(
+        args.out,
+        lines,
+        "python benchmarks/bench_processes.py "
+        f"--counts {' '.join(map(str, args.counts))} --workloads {' '.join(args.workloads)}",
+    )
 
 
 if __name__ == "__main__":
