@@ -80,7 +80,8 @@ def _close_files() -> None:
 
 def _file(name: str) -> IO[bytes] | None:
     global _pid
-    if os.getpid() != _pid:  # a forked child: its copies share the parent's locks; its own
+    if os.getpid() != _pid:  # a forked child: its copies of the files hold the parent's
+        # locks, so it opens its own
         _close_files()
         _pid = os.getpid()
     if name not in _files:

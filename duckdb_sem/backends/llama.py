@@ -227,9 +227,10 @@ class LlamaBackend(Backend):
         """log P(yes tokens) - log P(no tokens) as the assistant turn starts, and prompt size."""
         messages = decide_messages(request.prefix, row)
         tokens = fit_prompt(self._model, messages, reserve=1, n_ctx=self.n_ctx)
-        cuts = [len(self._shared_for(request, row, tokens, examples=True))]
-        cuts += self._pair_cut(request, row, tokens)
-        self._eval_segments(tokens, cuts)
+        shared = self._shared_for(request, row, tokens, examples=True)
+        if tokens[: len(shared)] != shared:
+            shared = []  # the row was truncated into the prefix: no reuse, still deterministic
+        self._eval_segments(tokens, [len(shared), *self._pair_cut(request, row, tokens)])
         logits = self._last_logits()
         yes = _logsumexp([logits[t] for t in self._model.yes_ids])
         no = _logsumexp([logits[t] for t in self._model.no_ids])
