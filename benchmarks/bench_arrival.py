@@ -112,6 +112,14 @@ def run_load(
 ) -> dict[str, float]:
     loop = ArrivalLoop(sched_bench.build_policy(POLICY), profile=profile, replicas=2,
                        fusion=False)  # fmt: skip
+    add_arrivals(loop, traces, n, rate, seed)
+    return summary(loop, loop.run())
+
+
+def add_arrivals(
+    loop: ArrivalLoop, traces: dict[str, list[Step]], n: int, rate: float, seed: int
+) -> None:
+    """``n`` queries arriving as a Poisson process of ``rate``, each a seeded pick of a trace."""
     rnd = random.Random(seed)
     names = sorted(traces)
     t = 0.0
@@ -119,7 +127,10 @@ def run_load(
         t += rnd.expovariate(rate)
         name = rnd.choice(names)
         loop.add_query(t, f"q{i}", name, replay(traces[name]))
-    end = loop.run()
+
+
+def summary(loop: ArrivalLoop, end: float) -> dict[str, float]:
+    """P50, P99, throughput and GPU utilisation of a finished run that ended at ``end``."""
     lat = sorted(loop.latencies["all"])
     return {
         "p50": statistics.median(lat),

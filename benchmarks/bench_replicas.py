@@ -25,9 +25,6 @@ from __future__ import annotations
 
 import argparse
 import csv
-import math
-import random
-import statistics
 import sys
 import time
 from pathlib import Path
@@ -62,17 +59,9 @@ class ReplicaLoop(arrival.ArrivalLoop):
         self.queried = 0
         self.cached = 0
 
-    def _step(self, index: int) -> None:
-        gpu = self.gpus[index]
-        result = gpu.model.step(gpu.running, gpu.waiting, self.now)
-        if result is None:
-            gpu.busy = False
-            return
-        gpu.busy = True
-        gpu.busy_s += result.duration
+    def _stepped(self, result: Any) -> None:
         self.queried += result.queried_tokens
         self.cached += result.cached_tokens
-        self.at(self.now + result.duration, "step", (index, result.finished))
 
 
 def traces() -> dict[str, list[Step]]:
@@ -99,22 +88,9 @@ def run_virtual(
     profile: str = PROFILE,
 ) -> dict[str, float]:
     loop = ReplicaLoop(replicas=replicas, placement=placement, profile=profile)
-    rnd = random.Random(seed)
-    names = sorted(tr)
-    t = 0.0
-    for i in range(n):
-        t += rnd.expovariate(rate)
-        name = rnd.choice(names)
-        loop.add_query(t, f"q{i}", name, arrival.replay(tr[name]))
+    arrival.add_arrivals(loop, tr, n, rate, seed)
     end = loop.run()
-    lat = sorted(loop.latencies["all"])
-    return {
-        "p50": statistics.median(lat),
-        "p99": lat[min(len(lat) - 1, math.ceil(0.99 * len(lat)) - 1)],
-        "throughput": len(lat) / end,
-        "hit_rate": loop.cached / max(1, loop.queried),
-        "gpu_util": sum(g.busy_s for g in loop.gpus) / (len(loop.gpus) * end),
-    }
+    return {**arrival.summary(loop, end), "hit_rate": loop.cached / max(1, loop.queried)}
 
 
 def virtual_sweep(tr: dict[str, list[Step]], args: argparse.Namespace) -> list[dict[str, Any]]:

@@ -291,7 +291,11 @@ class EventLoop:
             return
         gpu.busy = True
         gpu.busy_s += result.duration
+        self._stepped(result)
         self.at(self.now + result.duration, "step", (index, result.finished))
+
+    def _stepped(self, result: Any) -> None:
+        """A GPU step finished planning (a subclass counts what it needs, e.g. prefix hits)."""
 
     def _finish_seqs(self, finished: Sequence[SeqState]) -> None:
         for seq in finished:
