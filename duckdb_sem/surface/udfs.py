@@ -32,7 +32,6 @@ from __future__ import annotations
 
 import contextlib
 import itertools
-import json
 import threading
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -42,8 +41,8 @@ import duckdb.func
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from duckdb_sem.errors import BindError, ConfigError, SemError
-from duckdb_sem.llm.call_options import CallOptions, choices_option, examples_option
+from duckdb_sem.errors import ConfigError, SemError
+from duckdb_sem.llm.call_options import CallOptions
 from duckdb_sem.llm.outputs import TypeSpec, parse_type
 from duckdb_sem.llm.prompts import check_labels
 from duckdb_sem.llm.request import OperatorKind
@@ -52,11 +51,18 @@ from duckdb_sem.runtime.operators import SemEngine
 from duckdb_sem.surface.aliases import ALIASES
 from duckdb_sem.surface.bind import typed_map_function
 from duckdb_sem.surface.peers import rewrite_peers
+from duckdb_sem.surface.udf_sql import (
+    GIVEN,
+    MAX_COLUMNS,
+    OPTION_ARGS,
+    OPTION_PARAMS,
+    OPTION_TYPES,
+    typed_udf,
+)
+from duckdb_sem.surface.udf_values import call_options, combined, row_columns
 
 __all__ = ["MAX_COLUMNS", "PEER_MACROS", "PLAIN_TYPED_MAPS", "SemSession"]
 
-#: explicit-form overloads are registered for up to this many column arguments
-MAX_COLUMNS = 8
 #: typed sem_map functions available without SQL rewriting (in a plain connection)
 PLAIN_TYPED_MAPS = {
     "integer": "INTEGER",
@@ -67,26 +73,6 @@ PLAIN_TYPED_MAPS = {
 #: peer functions whose arguments fit a plain macro, so ``install(con)`` has them too (each
 #: body is what :func:`rewrite_peers` makes of the call)
 PEER_MACROS = (("ai_sentiment", "t"), ("ai_summarize_agg", "t"), ("ai_embed", "m, t"))
-#: the named arguments every macro takes, with their defaults, and the UDF's argument types
-_OPTION_PARAMS = (
-    "model := NULL, temperature := NULL, max_tokens := NULL, choices := NULL, per_row := NULL, "
-    "per_row_match := NULL, examples := NULL, batch_size := NULL"
-)
-# choices and examples (lists) reach the UDF as JSON text: one hashable constant per query
-_OPTION_ARGS = (
-    "model, temperature, max_tokens, CAST(to_json(choices) AS VARCHAR), per_row, per_row_match, "
-    "CAST(to_json(examples) AS VARCHAR), batch_size"
-)
-_OPTION_TYPES = ["VARCHAR", "DOUBLE", "BIGINT", "VARCHAR", "VARCHAR", "VARCHAR", "VARCHAR",
-                 "BIGINT"]  # fmt: skip
-#: the number of column arguments a macro call was given (typeof is constant, folded at bind)
-_GIVEN = (
-    "CASE "
-    + " ".join(
-        f"WHEN typeof(a{i}) <> '\"NULL\"' THEN {i + 1}" for i in reversed(range(MAX_COLUMNS))
-    )
-    + " ELSE 0 END"
-)
 
 
 _session_ids = itertools.count(1)
@@ -161,7 +147,7 @@ class SemSession:
         for short, sql_type in PLAIN_TYPED_MAPS.items():
             spec = parse_type(sql_type)
             self.ensure_typed_map(spec)
-            udf = f"system.main.{_typed_udf(spec)}{self._suffix}"
+            udf = f"system.main.{typed_udf(spec)}{self._suffix}"
             self._macro(f"sem_map_{short}", udf, "[{}]")
         self._embedding_functions()
         for name, params in PEER_MACROS:
@@ -192,12 +178,12 @@ class SemSession:
         """Register the function that returns ``spec`` (idempotent): a UDF behind a macro."""
         name = typed_map_function(spec)
         with self._define_lock:
-            udf = self._udf(_typed_udf(spec), OperatorKind.MAP, spec.column_sql, spec.sql)
+            udf = self._udf(typed_udf(spec), OperatorKind.MAP, spec.column_sql, spec.sql)
             if udf is not None:
                 self._define(
                     name,
-                    f"CREATE OR REPLACE {self._temp}MACRO {name}(t, v, {_OPTION_PARAMS}) "
-                    f"AS {udf}(t, v, NULL, {_OPTION_ARGS})",
+                    f"CREATE OR REPLACE {self._temp}MACRO {name}(t, v, {OPTION_PARAMS}) "
+                    f"AS {udf}(t, v, NULL, {OPTION_ARGS})",
                 )
             else:
                 self._ensure_defined(name)
@@ -223,14 +209,14 @@ class SemSession:
         if target is None:
             return
         lead = ["t", "l"] if labels else ["t"]  # sem_classify's labels come second
-        params = ", ".join([*lead, *(f"a{i} := NULL" for i in range(MAX_COLUMNS)), _OPTION_PARAMS])
+        params = ", ".join([*lead, *(f"a{i} := NULL" for i in range(MAX_COLUMNS)), OPTION_PARAMS])
         listed = wrap.format(", ".join(f"a{i}::VARCHAR" for i in range(MAX_COLUMNS)))
         # in an aggregate the column count is read inside one too (the binder wants it so)
-        given = _GIVEN if wrap == "[{}]" else f"any_value({_GIVEN})"
+        given = GIVEN if wrap == "[{}]" else f"any_value({GIVEN})"
         self._define(
             name,
             f"CREATE OR REPLACE {self._temp}MACRO {name}({params}) "
-            f"AS {target}({', '.join(lead)}, {listed}, {given}, {_OPTION_ARGS})",
+            f"AS {target}({', '.join(lead)}, {listed}, {given}, {OPTION_ARGS})",
         )
 
     def _udf(
@@ -246,7 +232,7 @@ class SemSession:
         label = name.replace("__semudf_", "sem_")
         arg_type = "VARCHAR[][]" if list_of_lists else "VARCHAR[]"
         return self._register(name, lambda: self._make_udf(kind, output_type, label),
-                              ["VARCHAR", arg_type, "INTEGER", *_OPTION_TYPES],
+                              ["VARCHAR", arg_type, "INTEGER", *OPTION_TYPES],
                               return_type)  # fmt: skip
 
     def _register(
@@ -304,7 +290,7 @@ class SemSession:
 
     def _embed_udf(self, dims: int | None) -> Callable[..., pa.Array]:
         def udf(texts: pa.Array) -> pa.Array:
-            return self._remembered(lambda: self._embed(_combined(texts), dims))
+            return self._remembered(lambda: self._embed(combined(texts), dims))
 
         return udf
 
@@ -349,7 +335,7 @@ class SemSession:
             return self._remembered(lambda: self._classify(templates, labels, values, options))
 
         return self._register("__semudf_classify", lambda: udf,
-                              ["VARCHAR", "VARCHAR[]", "VARCHAR[]", "INTEGER", *_OPTION_TYPES],
+                              ["VARCHAR", "VARCHAR[]", "VARCHAR[]", "INTEGER", *OPTION_TYPES],
                               "VARCHAR")  # fmt: skip
 
     def _classify(
@@ -360,10 +346,10 @@ class SemSession:
         options: tuple[pa.Array, ...],
     ) -> pa.Array:
         """One run per distinct (template, labels, options) in the batch (almost always one)."""
-        texts = _combined(templates).to_pylist()
-        label_lists = _combined(labels).to_pylist()
-        option_rows = list(zip(*(_combined(a).to_pylist() for a in options), strict=True))
-        values = _combined(values)
+        texts = combined(templates).to_pylist()
+        label_lists = combined(labels).to_pylist()
+        option_rows = list(zip(*(combined(a).to_pylist() for a in options), strict=True))
+        values = combined(values)
         groups: dict[tuple[object, ...], list[int]] = {}
         for i, (template, row_labels) in enumerate(zip(texts, label_lists, strict=True)):
             if template is None:
@@ -375,7 +361,7 @@ class SemSession:
             text, chosen = str(key[0]), key[1]
             assert isinstance(chosen, tuple)
             part = values if len(idx) == len(texts) else values.take(pa.array(idx))
-            given = _options("sem_classify", (text, *key[2:]))
+            given = call_options("sem_classify", (text, *key[2:]))
             answers = self._run_one(OperatorKind.MAP, "VARCHAR", "sem_classify", text, part,
                                     given, labels=chosen)  # fmt: skip
             for i, value in zip(idx, answers.to_pylist(), strict=True):
@@ -420,17 +406,17 @@ class SemSession:
         if isinstance(values, pa.ChunkedArray):
             values = values.combine_chunks()
         # (template, columns given, model, temperature, max_tokens, choices): constants in a query
-        arrays = [_combined(a) for a in (templates, *options)]
+        arrays = [combined(a) for a in (templates, *options)]
         uniques = [pc.unique(a) for a in arrays]
         if all(len(u) == 1 for u in uniques) and uniques[0][0].is_valid:
             key = tuple(u[0].as_py() for u in uniques)
-            return self._run_one(kind, output_type, name, key[0], values, _options(name, key))
+            return self._run_one(kind, output_type, name, key[0], values, call_options(name, key))
         texts = arrays[0].to_pylist()
         keys = list(zip(*(a.to_pylist() for a in arrays), strict=True))
         distinct = list(dict.fromkeys(keys))
         if len(distinct) == 1 and distinct[0][0] is not None:
             key = distinct[0]
-            return self._run_one(kind, output_type, name, key[0], values, _options(name, key))
+            return self._run_one(kind, output_type, name, key[0], values, call_options(name, key))
         # Several templates or options in one batch (rare): run each group, then scatter back.
         out: list[object] = [None] * len(texts)
         for key in distinct:
@@ -438,7 +424,7 @@ class SemSession:
                 continue
             idx = [i for i, k in enumerate(keys) if k == key]
             part = self._run_one(kind, output_type, name, key[0], values.take(pa.array(idx)),
-                                 _options(name, key))  # fmt: skip
+                                 call_options(name, key))  # fmt: skip
             for i, value in zip(idx, part.to_pylist(), strict=True):
                 out[i] = value
         arrow_type = (
@@ -462,7 +448,7 @@ class SemSession:
         count, options = given
         columns: list[pa.Array]
         if kind is not OperatorKind.AGG:
-            columns = _columns(values, count)
+            columns = row_columns(values, count)
         elif values.null_count == len(values):
             # no input rows at all (list() of nothing is NULL): NULL, as any aggregate's
             return pa.nulls(len(values), type=parse_type(output_type or "VARCHAR").arrow)
@@ -488,47 +474,3 @@ class SemSession:
             options=options,
             labels=labels,
         )
-
-
-def _combined(array: pa.Array | pa.ChunkedArray) -> pa.Array:
-    return array.combine_chunks() if isinstance(array, pa.ChunkedArray) else array
-
-
-def _columns(values: pa.Array, count: int | None) -> list[pa.Array]:
-    """Element ``i`` of every row's list, one string array per column given (``count``; None:
-    as many as the longest list), taken by Arrow when every list is that long."""
-    lengths = pc.fill_null(pc.list_value_length(values), 0)
-    width = int(pc.max(lengths).as_py() or 0) if count is None else count
-    if not len(values) or pc.min(lengths).as_py() >= width:
-        return [pc.list_element(values, i).cast(pa.string()) for i in range(width)]
-    rows = values.to_pylist()  # ragged or NULL lists (not from the macros): row by row
-    return [
-        pa.array([None if r is None or i >= len(r) else r[i] for r in rows], type=pa.string())
-        for i in range(width)
-    ]
-
-
-def _typed_udf(spec: TypeSpec) -> str:
-    """The UDF behind the typed map ``spec`` (before the session suffix)."""
-    return f"__semudf{typed_map_function(spec)[len('__sem') :]}"
-
-
-def _options(name: str, key: tuple[object, ...]) -> tuple[int | None, CallOptions]:
-    """A UDF row's column count and named arguments (as its macro passed them), checked."""
-    count, model, temperature, max_tokens, choices, per_row, match, examples, batch = (
-        *key[1:], *[None] * 9)[:9]  # fmt: skip
-    if model is not None and not isinstance(model, str):
-        raise BindError(f"{name}: model := takes a model name, e.g. model := 'fast'")
-    options = CallOptions(
-        model=model,
-        temperature=None if temperature is None else float(temperature),  # type: ignore[arg-type]
-        max_tokens=None if max_tokens is None else int(max_tokens),  # type: ignore[call-overload]
-        # the macro passes the list as to_json text
-        choices=choices_option(name, None if choices is None else json.loads(str(choices))),
-        per_row=None if per_row is None else str(per_row),
-        per_row_match=None if match is None else str(match),
-        examples=examples_option(name, None if examples is None else json.loads(str(examples))),
-        batch_size=None if batch is None else int(batch),  # type: ignore[call-overload]
-    )
-    options.check_for(name)
-    return (None if count is None else int(count)), options  # type: ignore[call-overload]
