@@ -130,7 +130,8 @@ def install(
         max_llm_calls=max_llm_calls, max_prompt_tokens=max_prompt_tokens,
         embed_backend=embed_backend if isinstance(embed_backend, str) else None,
     )  # fmt: skip
-    return _install(con, settings, backend=backend, models=models, embed_backend=embed_backend)
+    return _install(con, settings, backend=backend, models=models, embed_backend=embed_backend,
+                    peer_catalog=True)  # fmt: skip
 
 
 def _install(
@@ -140,6 +141,7 @@ def _install(
     backend: str | Backend | None,
     models: Mapping[str, str | Backend] | None,
     embed_backend: str | Backend | None,
+    peer_catalog: bool = False,
 ) -> SemSession:
     """The engine of ``settings`` (assembled once by the caller) installed in ``con``."""
     engine = factory.new_engine(
@@ -148,7 +150,7 @@ def _install(
         models=models,
         embed_backend=embed_backend if isinstance(embed_backend, Backend) else None,
     )
-    return factory.attach(con, engine, settings)
+    return factory.attach(con, engine, settings, peer_catalog=peer_catalog)
 
 
 def connect(

@@ -91,13 +91,19 @@ def dry_engine(engine: SemEngine, settings: Settings) -> tuple[SemEngine, dict[s
 
 
 def attach(
-    con: duckdb.DuckDBPyConnection, engine: SemEngine, settings: Settings | None = None
+    con: duckdb.DuckDBPyConnection,
+    engine: SemEngine,
+    settings: Settings | None = None,
+    *,
+    peer_catalog: bool = False,
 ) -> SemSession:
     """Install ``engine``'s ``sem_*`` functions in ``con``; the session that owns them (each
-    query bounded by ``settings``' ``max_llm_calls`` / ``max_prompt_tokens``)."""
+    query bounded by ``settings``' ``max_llm_calls`` / ``max_prompt_tokens``). ``peer_catalog``:
+    BigQuery's ``AI.IF`` ... too, in an attached catalog ``ai`` (a plain connection's only way
+    to them; ``connect()`` rewrites them instead)."""
     budget = None
     if settings is not None:
         budget = Budget(settings.max_llm_calls, settings.max_prompt_tokens)
     session = SemSession(con, engine, budget=budget)
-    session.install()
+    session.install(peer_catalog=peer_catalog)
     return session

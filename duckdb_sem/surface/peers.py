@@ -33,7 +33,7 @@ from duckdb_sem.errors import BindError
 from duckdb_sem.surface.peer_args import PeerCall
 from duckdb_sem.surface.peer_calls import PEERS
 
-__all__ = ["PEERS", "rewrite_peers"]
+__all__ = ["PEERS", "find_peer_calls", "rewrite_peers"]
 
 _NAMES = "|".join(sorted({name.split(".")[-1] for name in PEERS}, key=len, reverse=True))
 _QUICK = re.compile(r"\b(?:" + _NAMES + r")\s*\(", re.IGNORECASE)
@@ -119,8 +119,37 @@ def _closing(tokens: list[Token], paren: int) -> int | None:
     return None
 
 
+def find_peer_calls(sql: str) -> list[tuple[str, PeerCall]]:
+    """Every peer call of ``sql``, outermost first, as (name in :data:`PEERS`, parsed call):
+    what ``install(con)``'s macros read of the statement's text (:mod:`.peer_tuples`)."""
+    if _QUICK.search(sql) is None:
+        return []
+    try:
+        tokens = sqlglot.tokenize(sql, dialect="duckdb")
+    except TokenError:
+        return []
+    found: list[tuple[str, PeerCall]] = []
+    for i in range(len(tokens)):
+        at = _peer_at(sql, tokens, i)
+        close = None if at is None else _closing(tokens, at[1])
+        if at is None or close is None:
+            continue
+        written = sql[tokens[i].start : tokens[close].end + 1]
+        inner = sql[tokens[at[1]].end + 1 : tokens[close].start]
+        call = _parsed(at[0], written, inner)
+        if call is not None:
+            found.append((at[0], call))
+    return found
+
+
 def _rewrite(name: str, written: str, inner: str, models: Collection[str] | None) -> str | None:
     """The replacement of one call (its argument text ``inner`` already rewritten)."""
+    call = _parsed(name, written, inner)
+    return None if call is None else PEERS[name](call, models)
+
+
+def _parsed(name: str, written: str, inner: str) -> PeerCall | None:
+    """The call's arguments as sqlglot reads them (None: not a call DuckDB would parse)."""
     peer = _spelled(name, written)
     try:
         node = sqlglot.parse_one(f"SELECT __peer({inner})", dialect="duckdb")
@@ -138,7 +167,7 @@ def _rewrite(name: str, written: str, inner: str, models: Collection[str] | None
             raise BindError(f"{peer}: a positional argument follows a named one in {written}")
         else:
             args.append(arg)
-    return PEERS[name](PeerCall(peer, tuple(args), tuple(named)), models)
+    return PeerCall(peer, tuple(args), tuple(named))
 
 
 def _spelled(name: str, written: str) -> str:

@@ -23,6 +23,7 @@ __all__ = [
     "OPTION_NULLS",
     "OPTION_PARAMS",
     "OPTION_TYPES",
+    "explicit_macro",
     "typed_udf",
 ]
 
@@ -55,3 +56,15 @@ GIVEN = (
 def typed_udf(spec: TypeSpec) -> str:
     """The UDF behind the typed map ``spec`` (before the session suffix)."""
     return f"__semudf{typed_map_function(spec)[len('__sem') :]}"
+
+
+def explicit_macro(target: str, wrap: str, *, labels: bool = False) -> tuple[str, str]:
+    """(parameters, body) of the macro that calls UDF ``target`` with the explicit form's
+    arguments; ``wrap`` puts the column list in one (``[{}]``, or ``list([{}])`` for
+    ``sem_agg``); ``labels``: ``sem_classify``'s labels come second."""
+    lead = ["t", "l"] if labels else ["t"]
+    params = ", ".join([*lead, *(f"a{i} := NULL" for i in range(MAX_COLUMNS)), OPTION_PARAMS])
+    listed = wrap.format(", ".join(f"a{i}::VARCHAR" for i in range(MAX_COLUMNS)))
+    # in an aggregate the column count is read inside one too (the binder wants it so)
+    given = GIVEN if wrap == "[{}]" else f"any_value({GIVEN})"
+    return params, f"{target}({', '.join(lead)}, {listed}, {given}, {OPTION_ARGS})"

@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import contextlib
 import itertools
+import logging
 import threading
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -50,8 +51,11 @@ from duckdb_sem.runtime.context import QueryContext
 from duckdb_sem.runtime.operators import SemEngine
 from duckdb_sem.surface.aliases import ALIASES
 from duckdb_sem.surface.bind import typed_map_function
+from duckdb_sem.surface.peer_macros import OVERLOADED, PeerUdfs, catalog_macros, peer_macros
+from duckdb_sem.surface.peer_tuples import PROMPT_TYPE, parts_udf
 from duckdb_sem.surface.peers import rewrite_peers
 from duckdb_sem.surface.udf_sql import (
+    explicit_macro,
     GIVEN,
     MAX_COLUMNS,
     OPTION_ARGS,
@@ -76,6 +80,7 @@ PEER_MACROS = (("ai_sentiment", "t"), ("ai_summarize_agg", "t"), ("ai_embed", "m
 
 
 _session_ids = itertools.count(1)
+log = logging.getLogger(__name__)
 
 
 class SemSession:
@@ -114,7 +119,7 @@ class SemSession:
         self.last_error = None
         return self.query
 
-    def install(self, *, shared: bool = False) -> None:
+    def install(self, *, shared: bool = False, peer_catalog: bool = False) -> None:
         """Register the UDFs and the ``sem_*`` macros in ``self.con``.
 
         DuckDB keeps Python UDFs database-wide, so each session's UDFs get their own names
@@ -139,7 +144,7 @@ class SemSession:
             udf = self._udf(f"__semudf_{op}", kind, return_type, None, list_of_lists=aggregate)
             wrap = "list([{}])" if aggregate else "[{}]"
             self._macro(f"sem_{op}", udf, wrap)
-            for alias in (a for a, name in ALIASES.items() if name == f"sem_{op}"):
+            for alias in (a for a, n in ALIASES.items() if n == f"sem_{op}" and a not in OVERLOADED):
                 self._macro(alias, udf, wrap)  # ai_filter, llm_complete, ...: the same function
         classify = self._classify_udf()
         if classify is not None:
@@ -153,6 +158,31 @@ class SemSession:
         for name, params in PEER_MACROS:
             self._define(name, f"CREATE OR REPLACE {self._temp}MACRO {name}({params}) "
                                f"AS {rewrite_peers(f'{name}({params})')}")  # fmt: skip
+        self._peer_functions(catalog=peer_catalog)
+
+    def _peer_functions(self, *, catalog: bool) -> None:
+        """The peers' calls with their own arguments (:mod:`.peer_macros`); ``catalog``: also
+        BigQuery's ``ai.if`` ... in an attached in-memory catalog ``ai`` (install(con) only:
+        connect() rewrites them before DuckDB reads the statement)."""
+        self._register("__semudf_peer_parts", lambda: parts_udf,
+                       ["VARCHAR", "VARCHAR", "VARCHAR[]"], PROMPT_TYPE)  # fmt: skip
+        typed = {t: f"system.main.{typed_udf(parse_type(t))}{self._suffix}" for t in
+                 ("DOUBLE", "BOOLEAN")}  # fmt: skip
+        udfs = PeerUdfs(*(f"system.main.__semudf_{op}{self._suffix}" for op in
+                          ("filter", "map", "agg", "classify")), typed["DOUBLE"],
+                        typed["BOOLEAN"], f"system.main.__semudf_peer_parts{self._suffix}",
+                        embed=self.engine.embeddings is not None,
+                        models=tuple(self.engine.models.names()))  # fmt: skip
+        for name, body in peer_macros(udfs):
+            self._define(name, f"CREATE OR REPLACE {self._temp}MACRO {name}{body}")
+        if not catalog:
+            return
+        try:
+            self.con.execute("ATTACH IF NOT EXISTS ':memory:' AS ai")
+            for name, body in catalog_macros("ai"):
+                self.con.execute(f"CREATE OR REPLACE MACRO {name}{body}")
+        except duckdb.Error as err:  # a read-only database, a catalog of the user's named ai
+            log.info("BigQuery's AI.IF ... are not installed (%s); ai_if(...) works", err)
 
     def uninstall(self) -> None:
         """Drop this session's UDFs from the database (other connections may stay open).
@@ -208,16 +238,8 @@ class SemSession:
     def _macro(self, name: str, target: str | None, wrap: str, *, labels: bool = False) -> None:
         if target is None:
             return
-        lead = ["t", "l"] if labels else ["t"]  # sem_classify's labels come second
-        params = ", ".join([*lead, *(f"a{i} := NULL" for i in range(MAX_COLUMNS)), OPTION_PARAMS])
-        listed = wrap.format(", ".join(f"a{i}::VARCHAR" for i in range(MAX_COLUMNS)))
-        # in an aggregate the column count is read inside one too (the binder wants it so)
-        given = GIVEN if wrap == "[{}]" else f"any_value({GIVEN})"
-        self._define(
-            name,
-            f"CREATE OR REPLACE {self._temp}MACRO {name}({params}) "
-            f"AS {target}({', '.join(lead)}, {listed}, {given}, {OPTION_ARGS})",
-        )
+        params, body = explicit_macro(target, wrap, labels=labels)
+        self._define(name, f"CREATE OR REPLACE {self._temp}MACRO {name}({params}) AS {body}")
 
     def _udf(
         self,
