@@ -33,8 +33,16 @@ __all__ = ["OVERLOADED", "PeerUdfs", "catalog_macros", "peer_macros"]
 
 #: our aliases that the peer macros define (ours as one overload of each), not udfs.py
 OVERLOADED = frozenset(
-    {"ai_filter", "ai_complete", "ai_agg", "ai_if", "ai_generate", "llm_filter",
-     "llm_complete", "llm_reduce"}  # fmt: skip
+    {
+        "ai_filter",
+        "ai_complete",
+        "ai_agg",
+        "ai_if",
+        "ai_generate",
+        "llm_filter",
+        "llm_complete",
+        "llm_reduce",
+    }
 )
 #: BigQuery's dotted functions: ai.<name> in the attached catalog -> its TEMP macro
 _BIGQUERY = ("if", "score", "generate", "classify")
@@ -78,44 +86,69 @@ def _helpers(udfs: PeerUdfs) -> list[tuple[str, str]]:
     known = ", ".join(literal(m) for m in udfs.models if m != "default")
     model = f"CASE WHEN lower(trim(n)) IN ({known}) THEN lower(trim(n)) END" if known else "NULL"
     text = "{'template': '{0}', 'args': [p], 'given': 1}"
-    listed = f"json_transform(to_json(p), '[\"VARCHAR\"]')"
+    listed = "json_transform(to_json(p), '[\"VARCHAR\"]')"
     return [
         ("__sem_esc", "(x) AS replace(replace(x, '{', '{{'), '}', '}}')"),
         ("__sem_known", f"(n) AS {model}"),
-        ("prompt", f"(t, {', '.join(f'a{i} := NULL' for i in range(MAX_COLUMNS))}) AS "
-                   f"{{'template': t, 'args': [{_COLUMNS}], 'given': {GIVEN}}}::{PROMPT_TYPE}"),
+        (
+            "prompt",
+            f"(t, {', '.join(f'a{i} := NULL' for i in range(MAX_COLUMNS))}) AS "
+            f"{{'template': t, 'args': [{_COLUMNS}], 'given': {GIVEN}}}::{PROMPT_TYPE}",
+        ),
         # BigQuery's prompt: a string is one value; a tuple is split by the statement's text
-        ("__sem_bq_prompt", f"(p VARCHAR, peer) AS ({text})::{PROMPT_TYPE}, "
-                            f"(p, peer) AS {udfs.parts}(current_query(), peer, {listed})"),
+        (
+            "__sem_bq_prompt",
+            f"(p VARCHAR, peer) AS ({text})::{PROMPT_TYPE}, "
+            f"(p, peer) AS {udfs.parts}(current_query(), peer, {listed})",
+        ),
         # a label: 'a', {'label': 'a', 'description': 'd'} (Snowflake), ('a', 'd') (BigQuery)
-        ("__sem_label", "(e) AS CASE json_type(e) WHEN 'VARCHAR' THEN e->>'$' "
-                        "WHEN 'ARRAY' THEN e->>'$[0]' ELSE e->>'$.label' END"),
-        ("__sem_described", "(e) AS __sem_label(e) || coalesce(': ' || CASE json_type(e) "
-                            "WHEN 'VARCHAR' THEN NULL WHEN 'ARRAY' THEN e->>'$[1]' "
-                            "ELSE e->>'$.description' END, '')"),
+        (
+            "__sem_label",
+            "(e) AS CASE json_type(e) WHEN 'VARCHAR' THEN e->>'$' "
+            "WHEN 'ARRAY' THEN e->>'$[0]' ELSE e->>'$.label' END",
+        ),
+        (
+            "__sem_described",
+            "(e) AS __sem_label(e) || coalesce(': ' || CASE json_type(e) "
+            "WHEN 'VARCHAR' THEN NULL WHEN 'ARRAY' THEN e->>'$[1]' "
+            "ELSE e->>'$.description' END, '')",
+        ),
         ("__sem_entries", "(c) AS json_transform(to_json(c), '[\"JSON\"]')"),
         ("__sem_labels", "(c) AS list_transform(__sem_entries(c), lambda e: __sem_label(e))"),
         # Flock: the context columns as JSON {'data': ..., 'name': ...}, Flock 0.2's columns
         # object {'name': column} after them
-        ("__sem_flock_columns", "(p) AS coalesce(json_transform(to_json(p)->"
-                                "'$.context_columns', '[\"JSON\"]'), []::JSON[])"),
-        ("__sem_flock_ctx", "(p) AS __sem_flock_columns(p), "
-                            "(p, cols) AS list_concat(__sem_flock_columns(p), list_transform("
-                            "json_keys(to_json(cols)), lambda k: json_object('name', k, 'data', "
-                            "json_extract(to_json(cols), '$.\"' || k || '\"'))))"),
-        ("__sem_flock_prompt", f"(p, ctx) AS (CASE WHEN len(ctx) = 0 THEN {{'template': '{{0}}', "
-                               "'args': [coalesce(to_json(p)->>'$.prompt', '')], 'given': 1} "
-                               "ELSE {'template': __sem_esc(coalesce(to_json(p)->>'$.prompt', "
-                               "'')) || array_to_string(list_transform(ctx, lambda e, i: '\n' || "
-                               "coalesce(__sem_esc(e->>'$.name') || ': ', '') || '{' || (i - 1) "
-                               "|| '}'), ''), 'args': list_transform(ctx, lambda e: "
-                               f"e->>'$.data'), 'given': len(ctx)}} END)::{PROMPT_TYPE}"),
-        ("__sem_flock_model", "(m) AS __sem_known(coalesce(to_json(m)->>'$.model_name', "
-                              "to_json(m)->>'$.model'))::VARCHAR"),
-        ("__sem_flock_temperature", "(m) AS (to_json(m)->>'$.model_parameters.temperature')"
-                                    "::DOUBLE"),
-        ("__sem_flock_max_tokens", "(m) AS (to_json(m)->>'$.model_parameters.max_tokens')"
-                                   "::BIGINT"),
+        (
+            "__sem_flock_columns",
+            "(p) AS coalesce(json_transform(to_json(p)->"
+            "'$.context_columns', '[\"JSON\"]'), []::JSON[])",
+        ),
+        (
+            "__sem_flock_ctx",
+            "(p) AS __sem_flock_columns(p), "
+            "(p, cols) AS list_concat(__sem_flock_columns(p), list_transform("
+            "json_keys(to_json(cols)), lambda k: json_object('name', k, 'data', "
+            "json_extract(to_json(cols), '$.\"' || k || '\"'))))",
+        ),
+        (
+            "__sem_flock_prompt",
+            f"(p, ctx) AS (CASE WHEN len(ctx) = 0 THEN {{'template': '{{0}}', "
+            "'args': [coalesce(to_json(p)->>'$.prompt', '')], 'given': 1} "
+            "ELSE {'template': __sem_esc(coalesce(to_json(p)->>'$.prompt', "
+            "'')) || array_to_string(list_transform(ctx, lambda e, i: '\n' || "
+            "coalesce(__sem_esc(e->>'$.name') || ': ', '') || '{' || (i - 1) "
+            "|| '}'), ''), 'args': list_transform(ctx, lambda e: "
+            f"e->>'$.data'), 'given': len(ctx)}} END)::{PROMPT_TYPE}",
+        ),
+        (
+            "__sem_flock_model",
+            "(m) AS __sem_known(coalesce(to_json(m)->>'$.model_name', "
+            "to_json(m)->>'$.model'))::VARCHAR",
+        ),
+        (
+            "__sem_flock_temperature",
+            "(m) AS (to_json(m)->>'$.model_parameters.temperature')::DOUBLE",
+        ),
+        ("__sem_flock_max_tokens", "(m) AS (to_json(m)->>'$.model_parameters.max_tokens')::BIGINT"),
     ]
 
 
@@ -128,7 +161,7 @@ def _ours(name: str, target: str, wrap: str = "[{}]") -> str:
 def _snowflake(u: PeerUdfs) -> list[tuple[str, str]]:
     prompt = f"p {PROMPT_TYPE}"
     ours = f"t VARCHAR, {', '.join(f'a{i} := NULL' for i in range(MAX_COLUMNS))}, {OPTION_PARAMS}"
-    rest_args = (f"CAST(to_json(choices) AS VARCHAR), per_row, per_row_match, "
+    rest_args = ("CAST(to_json(choices) AS VARCHAR), per_row, per_row_match, "
                  "CAST(to_json(examples) AS VARCHAR), batch_size")  # fmt: skip
     # AI_FILTER(text): one value, no template (a template names a {field}: ours)
     alone = f"({GIVEN} = 0 AND NOT contains(t, '{{'))"
@@ -144,30 +177,51 @@ def _snowflake(u: PeerUdfs) -> list[tuple[str, str]]:
              f"this text? ') || '{{0}}', [i::VARCHAR], 1, {_options()}) THEN [__sem_label(e)] "
              "ELSE []::VARCHAR[] END))")  # fmt: skip
     return [
-        ("ai_filter", f"({ours}) AS {u.filter}(CASE WHEN {alone} THEN '{{0}}' ELSE t END, "
-                      f"CASE WHEN {alone} THEN [t] ELSE [{_COLUMNS}] END, CASE WHEN {alone} "
-                      f"THEN 1 ELSE {GIVEN} END, model, temperature, max_tokens, {rest_args}), "
-                      f"({prompt}) AS {_call(u.filter, 'p')}"),
-        ("ai_complete", f"({ours}) AS {u.map}(CASE WHEN {named} THEN '{{0}}' ELSE t END, "
-                        f"[{_COLUMNS}], {GIVEN}, CASE WHEN {named} THEN __sem_known(t) ELSE "
-                        f"model END, temperature, max_tokens, {rest_args}), "
-                        f"(m VARCHAR, {prompt}) AS {_call(u.map, 'p', options=_options('__sem_known(m)'))}, "
-                        f"(m VARCHAR, {prompt}, o) AS "
-                        + _call(u.map, "p", options=_options(
-                            "__sem_known(m)", "(to_json(o)->>'$.temperature')",
-                            "(to_json(o)->>'$.max_tokens')"))),  # fmt: skip
-        ("ai_agg", f"({ours}) AS {u.agg}(CASE WHEN {group} THEN any_value(t) ELSE "
-                   f"__sem_esc(any_value(a0::VARCHAR)) || ': {{0}}' END, CASE WHEN {group} THEN "
-                   f"list([{_COLUMNS}]) ELSE list([t]) END, CASE WHEN {group} THEN "
-                   f"any_value({GIVEN}) ELSE 1 END, model, temperature, max_tokens, {rest_args})"),
-        ("__sem_classify_as", f"(i, c, lead, mode) AS CASE lower(mode) WHEN 'single' THEN "
-                              f"{{'labels': {single}}} WHEN 'multi' THEN {{'labels': {multi}}} "
-                              "ELSE error('AI_CLASSIFY: output_mode is ''single'' or ''multi'', "
-                              "got ' || mode) END"),
-        ("ai_classify", "(i, c) AS __sem_classify_as(i, c, '', 'single'), "
-                        "(i, c, cfg) AS __sem_classify_as(i, c, coalesce(to_json(cfg)->>"
-                        "'$.task_description' || '\n', ''), coalesce(to_json(cfg)->>"
-                        "'$.output_mode', 'single'))"),
+        (
+            "ai_filter",
+            f"({ours}) AS {u.filter}(CASE WHEN {alone} THEN '{{0}}' ELSE t END, "
+            f"CASE WHEN {alone} THEN [t] ELSE [{_COLUMNS}] END, CASE WHEN {alone} "
+            f"THEN 1 ELSE {GIVEN} END, model, temperature, max_tokens, {rest_args}), "
+            f"({prompt}) AS {_call(u.filter, 'p')}",
+        ),
+        (
+            "ai_complete",
+            f"({ours}) AS {u.map}(CASE WHEN {named} THEN '{{0}}' ELSE t END, "
+            f"[{_COLUMNS}], {GIVEN}, CASE WHEN {named} THEN __sem_known(t) ELSE "
+            f"model END, temperature, max_tokens, {rest_args}), "
+            f"(m VARCHAR, {prompt}) AS {_call(u.map, 'p', options=_options('__sem_known(m)'))}, "
+            f"(m VARCHAR, {prompt}, o) AS "
+            + _call(
+                u.map,
+                "p",
+                options=_options(
+                    "__sem_known(m)",
+                    "(to_json(o)->>'$.temperature')",
+                    "(to_json(o)->>'$.max_tokens')",
+                ),
+            ),
+        ),
+        (
+            "ai_agg",
+            f"({ours}) AS {u.agg}(CASE WHEN {group} THEN any_value(t) ELSE "
+            f"__sem_esc(any_value(a0::VARCHAR)) || ': {{0}}' END, CASE WHEN {group} THEN "
+            f"list([{_COLUMNS}]) ELSE list([t]) END, CASE WHEN {group} THEN "
+            f"any_value({GIVEN}) ELSE 1 END, model, temperature, max_tokens, {rest_args})",
+        ),
+        (
+            "__sem_classify_as",
+            f"(i, c, lead, mode) AS CASE lower(mode) WHEN 'single' THEN "
+            f"{{'labels': {single}}} WHEN 'multi' THEN {{'labels': {multi}}} "
+            "ELSE error('AI_CLASSIFY: output_mode is ''single'' or ''multi'', "
+            "got ' || mode) END",
+        ),
+        (
+            "ai_classify",
+            "(i, c) AS __sem_classify_as(i, c, '', 'single'), "
+            "(i, c, cfg) AS __sem_classify_as(i, c, coalesce(to_json(cfg)->>"
+            "'$.task_description' || '\n', ''), coalesce(to_json(cfg)->>"
+            "'$.output_mode', 'single'))",
+        ),
     ]
 
 
@@ -181,7 +235,7 @@ def _bigquery(u: PeerUdfs) -> list[tuple[str, str]]:
     bq_if = _call(u.filter, "__sem_bq_prompt(p, 'ai.if')", options=opts)
     score = _call(u.map_double, "__sem_bq_prompt(p, 'ai.score')",
                   suffix="'\nAnswer with a number only.'", options=opts)  # fmt: skip
-    generate = (f"CASE WHEN output_schema IS NOT NULL THEN error('AI.GENERATE: output_schema "
+    generate = ("CASE WHEN output_schema IS NOT NULL THEN error('AI.GENERATE: output_schema "
                 "needs duckdb_sem.connect(), which types the answer before DuckDB reads the "
                 "statement; on install(con) write sem_map(''...{0}'', col) or AI.GENERATE "
                 "without it') ELSE {'result': "
@@ -197,24 +251,33 @@ def _bigquery(u: PeerUdfs) -> list[tuple[str, str]]:
                 "END")  # fmt: skip
     return [
         ("ai_if", f"{_ours('ai_if', u.filter)}, (p, {_BQ_NAMED}) AS {checked('AI.IF', bq_if)}"),
-        ("ai_generate", f"{_ours('ai_generate', u.map)}, (p, {_BQ_NAMED}, output_schema := "
-                        f"NULL) AS {checked('AI.GENERATE', generate)}"),
+        (
+            "ai_generate",
+            f"{_ours('ai_generate', u.map)}, (p, {_BQ_NAMED}, output_schema := "
+            f"NULL) AS {checked('AI.GENERATE', generate)}",
+        ),
         ("__sem_bq_if", f"(p, {_BQ_NAMED}) AS {checked('AI.IF', bq_if)}"),
         ("__sem_bq_score", f"(p, {_BQ_NAMED}) AS {checked('AI.SCORE', score)}"),
-        ("__sem_bq_generate", f"(p, {_BQ_NAMED}, output_schema := NULL) AS "
-                              f"{checked('AI.GENERATE', generate)}"),
-        ("__sem_bq_classify", f"(i, categories := NULL, output_mode := NULL, {_BQ_NAMED}) AS "
-                              f"{checked('AI.CLASSIFY', classify)}"),
+        (
+            "__sem_bq_generate",
+            f"(p, {_BQ_NAMED}, output_schema := NULL) AS {checked('AI.GENERATE', generate)}",
+        ),
+        (
+            "__sem_bq_classify",
+            f"(i, categories := NULL, output_mode := NULL, {_BQ_NAMED}) AS "
+            f"{checked('AI.CLASSIFY', classify)}",
+        ),
     ]
 
 
 def _flock(u: PeerUdfs) -> list[tuple[str, str]]:
     prompt = "__sem_flock_prompt(p, ctx)"
-    options = (f"__sem_flock_model(m), __sem_flock_temperature(m), __sem_flock_max_tokens(m), "
-               f"{_EMPTY}")
+    options = (
+        f"__sem_flock_model(m), __sem_flock_temperature(m), __sem_flock_max_tokens(m), {_EMPTY}"
+    )
     agg = (f"{u.agg}(any_value({prompt}.template), list({prompt}.args), "
            f"any_value({prompt}.given), {options})")  # fmt: skip
-    score = (f"CASE WHEN len(ctx) = 0 THEN error(peer || ': no context columns given; write '"
+    score = ("CASE WHEN len(ctx) = 0 THEN error(peer || ': no context columns given; write '"
              " || peer || '({''model_name'': ''m''}, {''prompt'': ''...'', ''context_columns'': "
              "[{''data'': column}]})') ELSE "
              + _call(u.map_double, prompt, lead="'Rate from 0 to 10 how well this answers: '",
@@ -259,11 +322,19 @@ def catalog_macros(catalog: str = "ai") -> list[tuple[str, str]]:
     out = []
     for name in _BIGQUERY:
         lead = "i, categories := NULL, output_mode := NULL" if name == "classify" else "p"
-        passed = "i, categories := categories, output_mode := output_mode" if name == "classify" else "p"
+        passed = (
+            "i, categories := categories, output_mode := output_mode" if name == "classify" else "p"
+        )
         schema = ", output_schema := NULL" if name == "generate" else ""
         schema_arg = ", output_schema := output_schema" if name == "generate" else ""
-        named = ", ".join(f"{n} := {n}" for n in ("connection_id", "endpoint", "model_params", "request_type"))
-        out.append((f'{catalog}.main."{name}"', f"({lead}, {_BQ_NAMED}{schema}) AS "
-                                               f"temp.main.__sem_bq_{name}({passed}, {named}{schema_arg})"))
+        named = ", ".join(
+            f"{n} := {n}" for n in ("connection_id", "endpoint", "model_params", "request_type")
+        )
+        out.append(
+            (
+                f'{catalog}.main."{name}"',
+                f"({lead}, {_BQ_NAMED}{schema}) AS "
+                f"temp.main.__sem_bq_{name}({passed}, {named}{schema_arg})",
+            )
+        )
     return out
-

@@ -77,7 +77,7 @@ def _fits(shape: Shape, parts: Sequence[str | None]) -> bool:
 def parts_udf(array: pa.Array, peer: pa.Array, parts: pa.Array) -> pa.Array:
     """The Arrow UDF behind the macros' tuple prompts: (statement, peer, parts) per row to
     :data:`PROMPT_TYPE` (template, values, how many)."""
-    rows = []
+    rows: list[dict[str, object] | None] = []
     for sql, name, row in zip(array.to_pylist(), peer.to_pylist(), parts.to_pylist(), strict=True):
         if row is None:
             rows.append(None)

@@ -55,12 +55,11 @@ from duckdb_sem.surface.peer_macros import OVERLOADED, PeerUdfs, catalog_macros,
 from duckdb_sem.surface.peer_tuples import PROMPT_TYPE, parts_udf
 from duckdb_sem.surface.peers import rewrite_peers
 from duckdb_sem.surface.udf_sql import (
-    explicit_macro,
-    GIVEN,
     MAX_COLUMNS,
     OPTION_ARGS,
     OPTION_PARAMS,
     OPTION_TYPES,
+    explicit_macro,
     typed_udf,
 )
 from duckdb_sem.surface.udf_values import call_options, combined, row_columns
@@ -144,7 +143,9 @@ class SemSession:
             udf = self._udf(f"__semudf_{op}", kind, return_type, None, list_of_lists=aggregate)
             wrap = "list([{}])" if aggregate else "[{}]"
             self._macro(f"sem_{op}", udf, wrap)
-            for alias in (a for a, n in ALIASES.items() if n == f"sem_{op}" and a not in OVERLOADED):
+            for alias in (
+                a for a, n in ALIASES.items() if n == f"sem_{op}" and a not in OVERLOADED
+            ):
                 self._macro(alias, udf, wrap)  # ai_filter, llm_complete, ...: the same function
         classify = self._classify_udf()
         if classify is not None:
@@ -168,11 +169,13 @@ class SemSession:
                        ["VARCHAR", "VARCHAR", "VARCHAR[]"], PROMPT_TYPE)  # fmt: skip
         typed = {t: f"system.main.{typed_udf(parse_type(t))}{self._suffix}" for t in
                  ("DOUBLE", "BOOLEAN")}  # fmt: skip
-        udfs = PeerUdfs(*(f"system.main.__semudf_{op}{self._suffix}" for op in
-                          ("filter", "map", "agg", "classify")), typed["DOUBLE"],
-                        typed["BOOLEAN"], f"system.main.__semudf_peer_parts{self._suffix}",
-                        embed=self.engine.embeddings is not None,
-                        models=tuple(self.engine.models.names()))  # fmt: skip
+        base = {op: f"system.main.__semudf_{op}{self._suffix}" for op in
+                ("filter", "map", "agg", "classify", "peer_parts")}  # fmt: skip
+        udfs = PeerUdfs(
+            filter=base["filter"], map=base["map"], agg=base["agg"], classify=base["classify"],
+            map_double=typed["DOUBLE"], map_boolean=typed["BOOLEAN"], parts=base["peer_parts"],
+            embed=self.engine.embeddings is not None, models=tuple(self.engine.models.names()),
+        )  # fmt: skip
         for name, body in peer_macros(udfs):
             self._define(name, f"CREATE OR REPLACE {self._temp}MACRO {name}{body}")
         if not catalog:
