@@ -16,11 +16,11 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from duckdb_sem.errors import SemError
 from duckdb_sem.estimator.refine import Observation
 from duckdb_sem.llm.call_options import DEFAULT_OPTIONS, CallOptions
 from duckdb_sem.llm.request import OperatorKind
 from duckdb_sem.runtime.execute_plan import Evaluator
+from duckdb_sem.runtime.finish import finish_query
 
 __all__ = ["ObservingEvaluator"]
 
@@ -80,15 +80,7 @@ class ObservingEvaluator:
         return out
 
     def finish(self, query_id: str) -> None:
-        """Tell each model's scheduler that ``query_id`` is done (one without
-        ``finish_query`` is skipped; a sidecar that cannot be told prunes it later)."""
+        """Tell each model's scheduler that ``query_id`` is done (:func:`.finish.finish_query`)."""
         models = getattr(self.engine, "models", None)
         clients = models.clients() if models is not None else [getattr(self.engine, "client", None)]
-        for client in clients:
-            finish = getattr(client, "finish_query", None)
-            if finish is None or not query_id:
-                continue
-            try:
-                finish(query_id)
-            except SemError as err:
-                log.debug("could not mark query %s done: %s", query_id, err)
+        finish_query(clients, query_id)

@@ -48,6 +48,7 @@ from duckdb_sem.llm.outputs import TypeSpec, parse_type
 from duckdb_sem.llm.prompts import check_labels
 from duckdb_sem.llm.request import OperatorKind
 from duckdb_sem.runtime.context import QueryContext
+from duckdb_sem.runtime.finish import QuietFinisher, finish_query
 from duckdb_sem.runtime.operators import SemEngine
 from duckdb_sem.surface.aliases import ALIASES
 from duckdb_sem.surface.bind import typed_map_function
@@ -106,12 +107,15 @@ class SemSession:
         #: every macro created, name -> DDL (a shared session replays them on each cursor)
         self.macros: dict[str, str] = {}
         self._define_lock = threading.RLock()
+        #: marks a UDF-road query done for ``duckdb-sem top`` (nothing else says it ended)
+        self.finisher = QuietFinisher(lambda qid: finish_query(engine.models.clients(), qid))
 
     def new_query(self, **kwargs: object) -> QueryContext:
         if self.follows is not None:
             self.query = self.follows.query
             self.last_error = None
             return self.query
+        self.finisher.finish_now()
         if kwargs.get("budget") is None:
             kwargs["budget"] = self.budget
         self.query = QueryContext(**kwargs)  # type: ignore[arg-type]
@@ -203,6 +207,7 @@ class SemSession:
         """Give back this session's share of each model's scheduler (the last share closes
         it); a shared session outlives the cursors that close and keeps it."""
         if not self._shared:
+            self.finisher.close()
             self.engine.close()
             if self.engine.embeddings is not None:
                 self.engine.embeddings.close()
@@ -291,7 +296,8 @@ class SemSession:
         """``answer()``, keeping the ``SemError`` it raises as :attr:`last_error` (DuckDB
         re-raises its own exception type, and the connection maps it back)."""
         try:
-            return answer()
+            with self.finisher.running(self.query.query_id):
+                return answer()
         except SemError as err:
             self.last_error = err
             raise
