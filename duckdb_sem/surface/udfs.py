@@ -26,6 +26,10 @@ function                                    returns
 ``sem_embed(text)``                         FLOAT[n]: the embedding model's unit vector
 ``ai_similarity(a, b)``                     DOUBLE: the cosine of two ``sem_embed``
 ==========================================  =======================================
+
+The peers' calls with their own arguments (``AI_FILTER(PROMPT(...))``, ``AI.IF``, Flock's
+objects) are macros too, from :mod:`.peer_macros`; the macro SQL every function shares is in
+:mod:`.udf_sql`.
 """
 
 from __future__ import annotations
