@@ -190,6 +190,14 @@ class SemSession:
             return
         try:
             self.con.execute("ATTACH IF NOT EXISTS ':memory:' AS ai")
+            found = self.con.execute(
+                "SELECT coalesce(path, '') FROM duckdb_databases() WHERE database_name = 'ai'"
+            ).fetchall()
+            path = str(found[0][0]) if found else ""
+            if path not in ("", ":memory:"):  # the user's own database named ai: not ours
+                log.info("BigQuery's AI.IF ... are not installed: a database named ai is "
+                         "attached (%s); ai_if(...) works", path)  # fmt: skip
+                return
             for name, body in catalog_macros("ai"):
                 self.con.execute(f"CREATE OR REPLACE MACRO {name}{body}")
         except duckdb.Error as err:  # a read-only database, a catalog of the user's named ai

@@ -240,3 +240,13 @@ def test_connect_has_no_ai_catalog() -> None:
         r[0] for r in con.sql("SELECT database_name FROM duckdb_databases()").fetchall()
     }
     con.close()
+
+
+def test_a_users_own_database_named_ai_is_left_alone(tmp_path: Path) -> None:
+    con = duckdb.connect()
+    con.execute(f"ATTACH '{tmp_path / 'ai.duckdb'}' AS ai")
+    duckdb_sem.install(con, backend=RuleBackend(yes_if=["loved"]), cache="off")
+    assert con.sql("SELECT count(*) FROM duckdb_functions() WHERE database_name = 'ai'"
+                   ).fetchall() == [(0,)]  # fmt: skip
+    assert con.sql("SELECT ai_if(('Q ', 'loved'))").fetchall() == [(True,)]
+    con.close()
