@@ -131,7 +131,7 @@ def install(
         embed_backend=embed_backend if isinstance(embed_backend, str) else None,
     )  # fmt: skip
     return _install(con, settings, backend=backend, models=models, embed_backend=embed_backend,
-                    peer_catalog=True)  # fmt: skip
+                    peer_calls=True)  # fmt: skip
 
 
 def _install(
@@ -141,7 +141,7 @@ def _install(
     backend: str | Backend | None,
     models: Mapping[str, str | Backend] | None,
     embed_backend: str | Backend | None,
-    peer_catalog: bool = False,
+    peer_calls: bool = False,
 ) -> SemSession:
     """The engine of ``settings`` (assembled once by the caller) installed in ``con``."""
     engine = factory.new_engine(
@@ -150,7 +150,7 @@ def _install(
         models=models,
         embed_backend=embed_backend if isinstance(embed_backend, Backend) else None,
     )
-    return factory.attach(con, engine, settings, peer_catalog=peer_catalog)
+    return factory.attach(con, engine, settings, peer_calls=peer_calls)
 
 
 def connect(

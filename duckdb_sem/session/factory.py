@@ -95,15 +95,15 @@ def attach(
     engine: SemEngine,
     settings: Settings | None = None,
     *,
-    peer_catalog: bool = False,
+    peer_calls: bool = False,
 ) -> SemSession:
     """Install ``engine``'s ``sem_*`` functions in ``con``; the session that owns them (each
-    query bounded by ``settings``' ``max_llm_calls`` / ``max_prompt_tokens``). ``peer_catalog``:
-    BigQuery's ``AI.IF`` ... too, in an attached catalog ``ai`` (a plain connection's only way
-    to them; ``connect()`` rewrites them instead)."""
+    query bounded by ``settings``' ``max_llm_calls`` / ``max_prompt_tokens``). ``peer_calls``:
+    the peers' calls with their own arguments as macros too (:mod:`~duckdb_sem.surface.peer_macros`;
+    a plain connection's only way to them, where ``connect()`` rewrites them instead)."""
     budget = None
     if settings is not None:
         budget = Budget(settings.max_llm_calls, settings.max_prompt_tokens)
     session = SemSession(con, engine, budget=budget)
-    session.install(peer_catalog=peer_catalog)
+    session.install(peer_calls=peer_calls)
     return session

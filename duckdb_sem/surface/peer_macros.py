@@ -3,11 +3,11 @@
 ``connect()`` rewrites a peer call's text before DuckDB reads it (:mod:`.peers`); a plain
 connection has no such step, so each peer call here is a TEMP macro that computes the same
 ``sem_*`` call from the peer's values: Snowflake's ``PROMPT('..{0}..', a)`` is a STRUCT of
-template and values (:data:`~.peer_tuples.PROMPT_TYPE`) that ``AI_FILTER`` and ``AI_COMPLETE``
+template and values (:data:`~.peer_prompts.PROMPT_TYPE`) that ``AI_FILTER`` and ``AI_COMPLETE``
 take by an overload of that type; Flock's model and prompt objects are read as JSON
 (``to_json(p)->>'$.prompt'``); BigQuery's ``AI.IF`` lives in an attached in-memory catalog
 ``ai`` whose macros call this connection's TEMP ones, and its tuple prompt is split by reading
-the statement's text (:mod:`.peer_tuples`). A name that is also our alias (``ai_filter``,
+the statement's text (:mod:`.peer_prompts`). A name that is also our alias (``ai_filter``,
 ``llm_complete``) keeps our arguments in an overload whose template is ``VARCHAR``.
 
 Each macro's body is what :func:`~.peers.rewrite_peers` makes of the call, so both roads ask the
@@ -26,7 +26,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from duckdb_sem.surface.peer_args import literal
-from duckdb_sem.surface.peer_tuples import PROMPT_TYPE
+from duckdb_sem.surface.peer_prompts import PROMPT_TYPE
 from duckdb_sem.surface.udf_sql import GIVEN, MAX_COLUMNS, OPTION_PARAMS, explicit_macro
 
 __all__ = ["OVERLOADED", "PeerUdfs", "catalog_macros", "peer_macros"]
@@ -61,7 +61,8 @@ class PeerUdfs:
     classify: str
     map_double: str
     map_boolean: str
-    parts: str  # (statement, peer, parts) -> PROMPT_TYPE (:mod:`.peer_tuples`)
+    parts: str  # (statement, peer, parts) -> PROMPT_TYPE (:mod:`.peer_prompts`)
+    flock: str  # (prompt object, columns object) as JSON -> PROMPT_TYPE
     embed: bool  # sem_embed exists (an embedding model is configured)
     models: tuple[str, ...] = ()  # the connection's named models (lower case)
 
@@ -131,13 +132,8 @@ def _helpers(udfs: PeerUdfs) -> list[tuple[str, str]]:
         ),
         (
             "__sem_flock_prompt",
-            f"(p, ctx) AS (CASE WHEN len(ctx) = 0 THEN {{'template': '{{0}}', "
-            "'args': [coalesce(to_json(p)->>'$.prompt', '')], 'given': 1} "
-            "ELSE {'template': __sem_esc(coalesce(to_json(p)->>'$.prompt', "
-            "'')) || array_to_string(list_transform(ctx, lambda e, i: '\n' || "
-            "coalesce(__sem_esc(e->>'$.name') || ': ', '') || '{' || (i - 1) "
-            "|| '}'), ''), 'args': list_transform(ctx, lambda e: "
-            f"e->>'$.data'), 'given': len(ctx)}} END)::{PROMPT_TYPE}",
+            f"(p) AS {udfs.flock}(to_json(p)::VARCHAR, NULL::VARCHAR), "
+            f"(p, cols) AS {udfs.flock}(to_json(p)::VARCHAR, to_json(cols)::VARCHAR)",
         ),
         (
             "__sem_flock_model",
@@ -271,36 +267,38 @@ def _bigquery(u: PeerUdfs) -> list[tuple[str, str]]:
 
 
 def _flock(u: PeerUdfs) -> list[tuple[str, str]]:
-    prompt = "__sem_flock_prompt(p, ctx)"
+    """Flock's calls: ``fp`` is the prompt (:func:`~.peer_prompts.flock_prompt`, built in
+    Python), ``ctx`` the context columns as JSON (the ranked calls return them)."""
     options = (
         f"__sem_flock_model(m), __sem_flock_temperature(m), __sem_flock_max_tokens(m), {_EMPTY}"
     )
-    agg = (f"{u.agg}(any_value({prompt}.template), list({prompt}.args), "
-           f"any_value({prompt}.given), {options})")  # fmt: skip
+    agg = (f"{u.agg}(any_value(fp.template), list(fp.args), any_value(fp.given), "
+           f"{options})")  # fmt: skip
     score = ("CASE WHEN len(ctx) = 0 THEN error(peer || ': no context columns given; write '"
              " || peer || '({''model_name'': ''m''}, {''prompt'': ''...'', ''context_columns'': "
              "[{''data'': column}]})') ELSE "
-             + _call(u.map_double, prompt, lead="'Rate from 0 to 10 how well this answers: '",
+             + _call(u.map_double, "fp", lead="'Rate from 0 to 10 how well this answers: '",
                      suffix="'\nAnswer with a number only.'", options=options) + " END")  # fmt: skip
     row = "to_json(list_transform(ctx, lambda e: e->'$.data'))"
+    bodies = {
+        "llm_filter": (u.filter, _call(u.filter, "fp", options=options)),
+        "llm_complete": (u.map, _call(u.map, "fp", options=options)),
+        "llm_reduce": (u.agg, agg),
+    }
+    out: list[tuple[str, str]] = []
+    for name, (udf, body) in bodies.items():
+        wrap = "list([{}])" if name == "llm_reduce" else "[{}]"
+        out.append((f"__sem_{name}", f"(m, fp) AS {body}"))
+        out.append((name, f"{_ours(name, udf, wrap)}, (m, p) AS __sem_{name}(m, "
+                          f"__sem_flock_prompt(p)), (m, p, cols) AS __sem_{name}(m, "
+                          "__sem_flock_prompt(p, cols))"))  # fmt: skip
     ranked = {"llm_first": f"arg_max({row}, {score})", "llm_last": f"arg_min({row}, {score})",
               "llm_rerank": f"list({row} ORDER BY {score} DESC)"}  # fmt: skip
-    out: list[tuple[str, str]] = []
-    for name, udf, body in (
-        ("llm_filter", u.filter, _call(u.filter, prompt, options=options)),
-        ("llm_complete", u.map, _call(u.map, prompt, options=options)),
-        ("llm_reduce", u.agg, agg),
-    ):
-        wrap = "list([{}])" if name == "llm_reduce" else "[{}]"
-        out.append((f"__sem_{name}", f"(m, p, ctx) AS {body}"))
-        out.append((name, f"{_ours(name, udf, wrap)}, (m, p) AS __sem_{name}(m, p, "
-                          f"__sem_flock_ctx(p)), (m, p, cols) AS __sem_{name}(m, p, "
-                          "__sem_flock_ctx(p, cols))"))  # fmt: skip
     for name, body in ranked.items():
-        out.append((f"__sem_{name}", f"(m, p, ctx, peer) AS {body}"))
-        out.append((name, f"(m, p) AS __sem_{name}(m, p, __sem_flock_ctx(p), '{name}'), "
-                          f"(m, p, cols) AS __sem_{name}(m, p, __sem_flock_ctx(p, cols), "
-                          f"'{name}')"))  # fmt: skip
+        out.append((f"__sem_{name}", f"(m, fp, ctx, peer) AS {body}"))
+        out.append((name, f"(m, p) AS __sem_{name}(m, __sem_flock_prompt(p), "
+                          f"__sem_flock_ctx(p), '{name}'), (m, p, cols) AS __sem_{name}(m, "
+                          f"__sem_flock_prompt(p, cols), __sem_flock_ctx(p, cols), '{name}')"))  # fmt: skip
     if u.embed:
         text = ("CASE WHEN len(ctx) = 1 THEN ctx[1]->>'$.data' ELSE array_to_string("
                 "list_transform(ctx, lambda e: e->>'$.data'), ' ') END")  # fmt: skip

@@ -121,7 +121,7 @@ def _closing(tokens: list[Token], paren: int) -> int | None:
 
 def find_peer_calls(sql: str) -> list[tuple[str, PeerCall]]:
     """Every peer call of ``sql``, outermost first, as (name in :data:`PEERS`, parsed call):
-    what ``install(con)``'s macros read of the statement's text (:mod:`.peer_tuples`)."""
+    what ``install(con)``'s macros read of the statement's text (:mod:`.peer_prompts`)."""
     if _QUICK.search(sql) is None:
         return []
     try:

@@ -57,7 +57,7 @@ from duckdb_sem.runtime.operators import SemEngine
 from duckdb_sem.surface.aliases import ALIASES
 from duckdb_sem.surface.bind import typed_map_function
 from duckdb_sem.surface.peer_macros import OVERLOADED, PeerUdfs, catalog_macros, peer_macros
-from duckdb_sem.surface.peer_tuples import PROMPT_TYPE, parts_udf
+from duckdb_sem.surface.peer_prompts import PROMPT_TYPE, flock_udf, parts_udf
 from duckdb_sem.surface.peers import rewrite_peers
 from duckdb_sem.surface.udf_sql import (
     MAX_COLUMNS,
@@ -126,7 +126,7 @@ class SemSession:
         self.last_error = None
         return self.query
 
-    def install(self, *, shared: bool = False, peer_catalog: bool = False) -> None:
+    def install(self, *, shared: bool = False, peer_calls: bool = False) -> None:
         """Register the UDFs and the ``sem_*`` macros in ``self.con``.
 
         DuckDB keeps Python UDFs database-wide, so each session's UDFs get their own names
@@ -137,6 +137,7 @@ class SemSession:
         :attr:`macros`, and :meth:`install_macros` creates them in each cursor, so no cursor can
         redefine another's. Macro bodies name the UDFs as ``system.main.<udf>``, where DuckDB
         keeps Python UDFs, so a look-alike macro in a user catalog cannot shadow them.
+        ``peer_calls``: the peers' calls with their own arguments too (install(con)).
         """
         self._shared = shared
         self._suffix = "" if shared else f"_s{next(_session_ids)}"
@@ -151,10 +152,9 @@ class SemSession:
             udf = self._udf(f"__semudf_{op}", kind, return_type, None, list_of_lists=aggregate)
             wrap = "list([{}])" if aggregate else "[{}]"
             self._macro(f"sem_{op}", udf, wrap)
-            for alias in (
-                a for a, n in ALIASES.items() if n == f"sem_{op}" and a not in OVERLOADED
-            ):
-                self._macro(alias, udf, wrap)  # ai_filter, llm_complete, ...: the same function
+            for alias in (a for a, n in ALIASES.items() if n == f"sem_{op}"):
+                if not (peer_calls and alias in OVERLOADED):  # else a peer macro's overload
+                    self._macro(alias, udf, wrap)  # ai_filter, llm_complete: the same function
         classify = self._classify_udf()
         if classify is not None:
             self._macro("sem_classify", classify, "[{}]", labels=True)
@@ -167,27 +167,29 @@ class SemSession:
         for name, params in PEER_MACROS:
             self._define(name, f"CREATE OR REPLACE {self._temp}MACRO {name}({params}) "
                                f"AS {rewrite_peers(f'{name}({params})')}")  # fmt: skip
-        self._peer_functions(catalog=peer_catalog)
+        if peer_calls:
+            self._peer_functions()
 
-    def _peer_functions(self, *, catalog: bool) -> None:
-        """The peers' calls with their own arguments (:mod:`.peer_macros`); ``catalog``: also
-        BigQuery's ``ai.if`` ... in an attached in-memory catalog ``ai`` (install(con) only:
-        connect() rewrites them before DuckDB reads the statement)."""
+    def _peer_functions(self) -> None:
+        """The peers' calls with their own arguments (:mod:`.peer_macros`), and BigQuery's
+        ``ai.if`` ... in an attached in-memory catalog ``ai``: install(con) only, since
+        connect() rewrites them before DuckDB reads the statement (and these ~50 macros cost
+        DuckDB a few hundred ms to bind)."""
         self._register("__semudf_peer_parts", lambda: parts_udf,
                        ["VARCHAR", "VARCHAR", "VARCHAR[]"], PROMPT_TYPE)  # fmt: skip
+        self._register("__semudf_flock_prompt", lambda: flock_udf, ["VARCHAR", "VARCHAR"],
+                       PROMPT_TYPE)  # fmt: skip
         typed = {t: f"system.main.{typed_udf(parse_type(t))}{self._suffix}" for t in
                  ("DOUBLE", "BOOLEAN")}  # fmt: skip
         base = {op: f"system.main.__semudf_{op}{self._suffix}" for op in
-                ("filter", "map", "agg", "classify", "peer_parts")}  # fmt: skip
+                ("filter", "map", "agg", "classify", "peer_parts", "flock_prompt")}  # fmt: skip
         udfs = PeerUdfs(
             filter=base["filter"], map=base["map"], agg=base["agg"], classify=base["classify"],
-            map_double=typed["DOUBLE"], map_boolean=typed["BOOLEAN"], parts=base["peer_parts"],
+            map_double=typed["DOUBLE"], map_boolean=typed["BOOLEAN"], parts=base["peer_parts"], flock=base["flock_prompt"],
             embed=self.engine.embeddings is not None, models=tuple(self.engine.models.names()),
         )  # fmt: skip
         for name, body in peer_macros(udfs):
             self._define(name, f"CREATE OR REPLACE {self._temp}MACRO {name}{body}")
-        if not catalog:
-            return
         try:
             self.con.execute("ATTACH IF NOT EXISTS ':memory:' AS ai")
             found = self.con.execute(

@@ -18,7 +18,7 @@ import duckdb_sem
 from duckdb_sem.backends.rules import RuleBackend
 from duckdb_sem.backends.sim.embeddings import SimEmbedder
 from duckdb_sem.llm.request import Completion, LLMRequest
-from duckdb_sem.surface.peer_tuples import split_parts
+from duckdb_sem.surface.peer_prompts import split_parts
 
 REVIEWS = (
     "SELECT * FROM (VALUES (1, 'Wow... Loved this place.', 'travel'), "
