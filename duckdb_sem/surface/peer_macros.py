@@ -5,7 +5,8 @@ connection has no such step, so each peer call here is a TEMP macro that compute
 ``sem_*`` call from the peer's values: Snowflake's ``PROMPT('..{0}..', a)`` is a STRUCT of
 template and values (:data:`~.peer_prompts.PROMPT_TYPE`) that ``AI_FILTER`` and ``AI_COMPLETE``
 take by an overload of that type; Flock's model and prompt objects are read as JSON
-(``to_json(p)->>'$.prompt'``); BigQuery's ``AI.IF`` lives in an attached in-memory catalog
+(``to_json(m)->>'$.model_name'``; the prompt by ``Prompt.with_context``, in
+:func:`~.peer_prompts.flock_udf`); BigQuery's ``AI.IF`` lives in an attached in-memory catalog
 ``ai`` whose macros call this connection's TEMP ones, and its tuple prompt is split by reading
 the statement's text (:mod:`.peer_prompts`). A name that is also our alias (``ai_filter``,
 ``llm_complete``) keeps our arguments in an overload whose template is ``VARCHAR``.

@@ -18,7 +18,7 @@ import duckdb_sem
 from duckdb_sem.backends.rules import RuleBackend
 from duckdb_sem.backends.sim.embeddings import SimEmbedder
 from duckdb_sem.llm.request import Completion, LLMRequest
-from duckdb_sem.surface.peer_prompts import split_parts
+from duckdb_sem.surface.peer_prompts import flock_prompt, split_parts
 
 REVIEWS = (
     "SELECT * FROM (VALUES (1, 'Wow... Loved this place.', 'travel'), "
@@ -112,6 +112,8 @@ EXAMPLES = [
     "SELECT llm_complete({'model_name': 'gpt-4o'}, {'prompt': 'Summarize', 'context_columns': "
     "[{'data': review, 'name': 'review'}, {'data': topic, 'name': 't'}]}) FROM reviews ORDER BY id",
     "SELECT llm_complete({'model_name': 'gpt-4o'}, {'prompt': 'Explain the purpose of {Flock}.'})",
+    "SELECT llm_complete({'model_name': 'm'}, {'prompt': 'Gist'}, {'text': review, 'n': id}) "
+    "FROM reviews ORDER BY id",
     "SELECT llm_reduce({'model_name': 'gpt-4'}, {'prompt': 'Summarize'}, {'text': review}) "
     "FROM reviews",
     f"SELECT llm_first({FLOCK_ARGS}), llm_last({FLOCK_ARGS}), llm_rerank({FLOCK_ARGS}) "
@@ -221,6 +223,8 @@ def test_tuple_parts_are_split_by_the_statements_text() -> None:
 def test_a_relation_built_in_python_still_answers(roads: Roads) -> None:
     rel = roads.plain.table("reviews").filter("AI.IF(('The reviewer loved it: ', review))")
     assert sorted(r[0] for r in rel.fetchall()) == [1, 2, 3]  # 'loved' is in every prompt
+    rel = roads.plain.table("reviews").filter("AI_FILTER(PROMPT('Q {0}', review))")
+    assert [r[0] for r in rel.fetchall()] == [1]
 
 
 def test_a_read_only_database_has_the_rest(tmp_path: Path) -> None:
@@ -250,3 +254,12 @@ def test_a_users_own_database_named_ai_is_left_alone(tmp_path: Path) -> None:
                    ).fetchall() == [(0,)]  # fmt: skip
     assert con.sql("SELECT ai_if(('Q ', 'loved'))").fetchall() == [(True,)]
     con.close()
+
+
+def test_flock_prompt_is_connects_template_with_duckdbs_text() -> None:
+    spec = {"prompt": "Gist {x}", "context_columns": [{"data": "a", "name": "x"}, {"data": 3}]}
+    assert flock_prompt(spec, {"flag": True, "none": None}) == (
+        "Gist {{x}}\nx: {0}\n{1}\nflag: {2}\nnone: {3}",
+        ("a", "3", "true", None),
+    )
+    assert flock_prompt({"prompt": "Explain {Flock}"}) == ("{0}", ("Explain {Flock}",))
