@@ -30,7 +30,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 
 from duckdb_sem.backends.tokens import estimate_tokens
-from duckdb_sem.config import Settings
+from duckdb_sem.config import ENV_PREFIX, Settings
 from duckdb_sem.errors import BudgetExceededError, ConfigError
 from duckdb_sem.llm.request import LLMRequest
 from duckdb_sem.optimizer.spend import Price, format_dollars
@@ -110,10 +110,17 @@ def session_quota(
         max_cost=max_cost,
         origin="duckdb_sem.max_{setting}_per_session",
         whose="its cap",
-        advice="Raise it (SET duckdb_sem.max_{setting}_per_session = N, "
-        "connect(max_{setting}_per_session=N) or DUCKDB_SEM_MAX_{env}_PER_SESSION), or RESET "
-        "duckdb_sem.max_{setting}_per_session to count again from zero (a new connection "
-        "starts at zero too).",
+        advice=_session_advice,
+    )
+
+
+def _session_advice(what: str) -> str:
+    """How to raise the session cap of ``what`` (``llm_calls``, ``prompt_tokens``, ``cost``)."""
+    name = f"max_{what}_per_session"
+    env = ENV_PREFIX + name.upper()
+    return (
+        f"Raise it (SET duckdb_sem.{name} = N, connect({name}=N) or {env}), or RESET "
+        f"duckdb_sem.{name} to count again from zero (a new connection starts at zero too)."
     )
 
 
@@ -247,7 +254,7 @@ class Budget:
                 f"Raise it up to this server's cap of {_shown(name, cap)} "
                 f"(SET duckdb_sem.{name} = N), ",
             )
-        env = "DUCKDB_SEM_" + name.upper()
+        env = ENV_PREFIX + name.upper()
         return own, "", f"Raise it (SET duckdb_sem.{name} = N, connect({name}=N) or {env}), "
 
     def check(

@@ -60,8 +60,8 @@ class Quota:
     ``period`` (for a daily quota) names the current period; when it changes, the counters
     start again at zero. ``origin`` says who sets the caps, for messages (``{what}`` becomes
     ``llm-calls``, ``prompt-tokens`` or ``cost``; ``{setting}`` ``llm_calls``, ...);
-    ``whose`` names the cap (``the server's cap``) and ``advice`` ends the message (the same
-    placeholders; default: ask the server's operator).
+    ``whose`` names the cap (``the server's cap``) and ``advice(setting)`` ends the message
+    (default: ask the server's operator).
     """
 
     def __init__(
@@ -74,7 +74,7 @@ class Quota:
         origin: str = "",
         period: Callable[[], object] | None = None,
         whose: str = "the server's cap",
-        advice: str | None = None,
+        advice: Callable[[str], str] | None = None,
         _counts: _Counts | None = None,
     ) -> None:
         caps = {"max_llm_calls": max_llm_calls, "max_prompt_tokens": max_prompt_tokens,
@@ -203,6 +203,5 @@ class Quota:
 
     def _advice(self, what: str) -> str:
         if self.advice is not None:
-            setting = what.replace("-", "_")
-            return self.advice.format(what=what, setting=setting, env=setting.upper())
+            return self.advice(what.replace("-", "_"))
         return _DAILY_ADVICE if self._counts.period is not None else OPERATOR_ADVICE
