@@ -39,6 +39,7 @@ from duckdb_sem.runtime.entry import (
     prepare,
     start,
 )
+from duckdb_sem.runtime.money import model_price
 from duckdb_sem.runtime.plan_sql import scan_sql
 from duckdb_sem.runtime.progress import RuntimeOptions
 from duckdb_sem.session.protocol import Session
@@ -135,8 +136,8 @@ def _beside(estimated: list[str], actual: str) -> list[str]:
 def actual_line(con: Session, stats: Any, seconds: float) -> str:
     """What a run did, to read under ``estimate_lines``: the calls (as if nothing were
     cached, as estimated; then how they were served), the prompt and completion tokens asked
-    and sent to a backend, the wall time and, when a price is set, the money the tokens sent
-    cost at the default model's price."""
+    and sent to a backend, the wall time and, when a price is set, the money spent (each
+    backend's reported tokens at its model's price, ``QueryStats.cost_usd``)."""
     s = stats
     line = (
         f"actual: calls {s.llm_calls:,} ({s.physical_calls:,} to a backend, {s.cache_hits:,} "
@@ -145,10 +146,8 @@ def actual_line(con: Session, stats: Any, seconds: float) -> str:
         f"{s.physical_prompt_tokens:,} + {s.physical_completion_tokens:,} sent  "
         f"wall {seconds:,.2f} s"
     )
-    price = _price(con, None)
-    if price is not None:
-        dollars = price.dollars(s.physical_prompt_tokens, s.physical_completion_tokens)
-        line += f"  money {format_dollars(dollars)}"
+    if s.cost_usd or _price(con, None) is not None:
+        line += f"  money {format_dollars(s.cost_usd)}"
     return line
 
 
@@ -223,18 +222,7 @@ def spend_by_model(con: Session, spend: dict[str | None, Spend]) -> list[str]:
 
 def _price(con: Session, name: str | None) -> Price | None:
     """Model ``name``'s price: its spec's, else the connection's, else None."""
-    own = con.models.price(name)
-    if own is not None:
-        return Price(own.prompt_per_mtok, own.completion_per_mtok,
-                     source=f"price_in/price_out of model {name or 'default'}'s spec")  # fmt: skip
-    settings = con.settings
-    if settings.price_per_mtok_in is None and settings.price_per_mtok_out is None:
-        return None
-    return Price(
-        settings.price_per_mtok_in or 0.0,
-        settings.price_per_mtok_out or 0.0,
-        source="price_per_mtok_in/_out of connect(), or DUCKDB_SEM_PRICE_IN/_OUT",
-    )
+    return model_price(con.models, name, con.settings)
 
 
 def _money_lines(priced: list[tuple[str, Spend, Price | None]]) -> list[str]:
