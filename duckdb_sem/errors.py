@@ -29,7 +29,8 @@ Postgres boundary (the wire server).
         ├── ReadOnlyError           a write on a --read-only server
         ├── TransactionStateError   savepoint outside a transaction, unknown savepoint
         ├── ParameterError          a bound parameter that is not a value of its declared type
-        └── MalformedMessageError   a message whose contents do not fit its length (08P01)
+        ├── MalformedMessageError   a message whose contents do not fit its length (08P01)
+        └── UnsendableValueError    a result value no PostgreSQL type's format can carry
 """
 
 from __future__ import annotations
@@ -58,6 +59,7 @@ __all__ = [
     "TransactionStateError",
     "UnknownColumnError",
     "UnknownModelError",
+    "UnsendableValueError",
     "WireError",
 ]
 
@@ -168,3 +170,10 @@ class MalformedMessageError(WireError):
     """An ERROR, not FATAL, as PostgreSQL's ``pq_getmsg*``: the session skips to the next Sync."""
 
     sqlstate = "08P01"  # protocol_violation
+
+
+class UnsendableValueError(WireError):
+    """A result value outside what the column's PostgreSQL type holds (a ragged list of lists
+    as a binary array, a date past PostgreSQL's range in binary)."""
+
+    sqlstate = "22000"  # data_exception
