@@ -15,6 +15,7 @@ Postgres boundary (the wire server).
     │   ├── OutputTypeError         sem_map type string that is not supported
     │   └── UnknownModelError       model := names no model registered on the connection
     ├── PlanError                   the optimizer cannot plan this query shape
+    ├── CatalogChangedError         a source's tables changed under a transaction that listed them
     ├── BackendError                an LLM backend failed
     │   ├── BackendUnavailableError cannot reach or load the backend
     │   ├── BackendTimeoutError     the backend did not answer in time
@@ -42,6 +43,7 @@ __all__ = [
     "BackendUnavailableError",
     "BindError",
     "BudgetExceededError",
+    "CatalogChangedError",
     "ConfigError",
     "MalformedMessageError",
     "ModelOutputError",
@@ -100,6 +102,13 @@ class UnknownModelError(BindError):
 
 class PlanError(SemError):
     sqlstate = "0A000"  # feature_not_supported
+
+
+class CatalogChangedError(SemError):
+    """A PostgreSQL source's catalog was attached again (its tables changed) after this
+    transaction listed it; the transaction cannot list it again (retry the transaction)."""
+
+    sqlstate = "40001"  # serialization_failure: clients retry
 
 
 class BackendError(SemError):

@@ -319,3 +319,56 @@ def test_every_type_through_the_wire_server(schema: str, wire: tuple[int, str]) 
         ).fetchall()
     assert rows == [(7, "x ")]
     assert [row[0] for row in kept] == [1]
+
+
+def _listings(port: int, dbname: str, schema: str) -> tuple[list[str], list[tuple[str, ...]]]:
+    """psql's ``\\dt`` of the source's schema, and its tables in ``information_schema``."""
+    listed = subprocess.run(
+        ["psql", "-X", "-At", "-h", "127.0.0.1", "-p", str(port), "-U", "t", "-d", dbname,
+         "-c", r"\dt"],
+        capture_output=True, text=True, timeout=30, check=True,
+    ).stdout.splitlines()  # fmt: skip
+    listed = [line for line in listed if line.startswith(f"pg.{schema}|")]
+    sql = (
+        "SELECT table_name, table_type FROM information_schema.tables "
+        f"WHERE table_catalog = 'pg' AND table_schema = '{schema}' ORDER BY table_name"
+    )
+    return listed, _psql(sql, port=port, user="t", db=dbname, width=2)
+
+
+def test_tables_created_after_the_start_are_listed(schema: str, wire: tuple[int, str]) -> None:
+    port, dbname = wire
+    listed, tables = _listings(port, dbname, schema)
+    assert listed == [f"pg.{schema}|types|table|duckdb"]
+    assert [name for name, _ in tables] == ["types"]
+    with psycopg.connect(DSN, autocommit=True) as conn:
+        conn.execute(f"CREATE TABLE {schema}.later (id int, at date)")
+        conn.execute(f"CREATE VIEW {schema}.seen AS SELECT id FROM {schema}.later")
+    listed, tables = _listings(port, dbname, schema)
+    assert sorted(listed) == [f"pg.{schema}|{t}|table|duckdb" for t in ("later", "seen", "types")]
+    assert [name for name, _ in tables] == ["later", "seen", "types"]
+    describe = _psql(f"DESCRIBE pg.{schema}.later", port=port, user="t", db=dbname, width=6)
+    assert [(row[0], row[1]) for row in describe] == [("id", "INTEGER"), ("at", "DATE")]
+    wire_dsn = f"host=127.0.0.1 port={port} user=t dbname={dbname}"
+    with psycopg.connect(wire_dsn) as wire_conn:  # a transaction keeps the listing it saw
+        query = "SELECT count(*) FROM information_schema.tables WHERE table_catalog = 'pg'"
+        before = wire_conn.execute(query).fetchone()
+        with psycopg.connect(DSN, autocommit=True) as conn:
+            conn.execute(f"DROP TABLE {schema}.types")
+        assert wire_conn.execute(query).fetchone() == before
+        wire_conn.rollback()
+        after = wire_conn.execute(query).fetchone()
+    assert after is not None and before is not None and after[0] == before[0] - 1
+    listed, _ = _listings(port, dbname, schema)
+    assert sorted(listed) == [f"pg.{schema}|{t}|table|duckdb" for t in ("later", "seen")]
+    # Another session attaching the changed catalog while a transaction holds the old one:
+    # that transaction's next listing is a serialization failure, which clients retry.
+    with psycopg.connect(wire_dsn) as wire_conn:
+        wire_conn.execute(query).fetchone()
+        with psycopg.connect(DSN, autocommit=True) as conn:
+            conn.execute(f"CREATE TABLE {schema}.third (id int)")
+        _listings(port, dbname, schema)
+        with pytest.raises(psycopg.errors.SerializationFailure, match=r"changed.*retry"):
+            wire_conn.execute(query)
+        wire_conn.rollback()
+        assert wire_conn.execute(query).fetchone() == (3,)
