@@ -62,7 +62,11 @@ def text_float8(v: Any) -> bytes:
     special = _special(value)
     if special is not None:
         return special
-    digits, exponent = _shortest(repr(abs(value)))  # repr is the shortest round trip
+    magnitude = abs(value)
+    if 1e-4 <= magnitude < 1e15 or magnitude == 0:  # repr's fixed form is float8out's
+        text = repr(value)
+        return (text[:-2] if text.endswith(".0") else text).encode()
+    digits, exponent = _shortest(repr(magnitude))  # repr is the shortest round trip
     return _layout(digits, exponent, negative=math.copysign(1, value) < 0, dig=15)
 
 
