@@ -6,8 +6,8 @@ over the integers DuckDB keeps (days since 1970-01-01, microseconds) rather than
 ``datetime``, which holds neither ``infinity``, BC years, years past 9999 nor ``24:00:00``.
 :mod:`.columns` turns an Arrow column into these integers.
 
-Example: ``text_date(2**31 - 1)`` is ``b"infinity"``; ``text_date(-752_392)`` is
-``b"0091-03-15 BC"`` (astronomical year -90); ``text_time(86_400_000_000)`` is ``b"24:00:00"``;
+Example: ``text_date(2**31 - 1)`` is ``b"infinity"``; ``text_date(-735_160)`` is
+``b"0044-03-15 BC"`` (astronomical year -43); ``text_time(86_400_000_000)`` is ``b"24:00:00"``;
 ``text_interval((-14, 3, -14_706_000_000))`` is ``b"-1 years -2 mons +3 days -04:05:06"``.
 """
 
