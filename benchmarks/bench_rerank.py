@@ -14,10 +14,13 @@ and we report mean NDCG@10 over the queries, the mean LLM calls (virtual, as ``c
 counts them), the bound the method promises (:func:`duckdb_sem.runtime.ranking.call_bound`),
 ``rank_fallbacks`` and the wall time. A random order's NDCG@10 is given as the floor.
 
-    python benchmarks/bench_rerank.py                         # embedded llama:, ~10 min, 2 cores
+    python benchmarks/bench_rerank.py                         # embedded llama:, ~15 min, 2 busy cores
     python benchmarks/bench_rerank.py --backend test: --pools 1   # smoke, seconds
 
-Results: ``benchmarks/results/rerank.md``.
+The defaults are small (2 pools of 12, descriptions cut to 120 characters) because the
+embedded models take seconds a call on a shared 2-core machine; ``--pools 8 --pool-size 20
+--max-chars 400`` is the fuller run. The report is rewritten after every query, so a run
+stopped early still leaves what it measured. Results: ``benchmarks/results/rerank.md``.
 """
 
 from __future__ import annotations
@@ -89,12 +92,12 @@ def ndcg(ranked: Sequence[bool], total_relevant: int, k: int = K) -> float:
     return dcg / ideal if ideal else 0.0
 
 
-def run(method: str, query: Query, backend: str, cache: Path) -> Run:
+def run(method: str, query: Query, backend: str, cache: Path, max_chars: int) -> Run:
     con = duckdb_sem.connect(backend=backend, cache=str(cache))
     try:
         pool = pd.DataFrame(
             {"package": [p.name for p in query.pool],
-             "description": [p.description for p in query.pool]}
+             "description": [p.description[:max_chars] for p in query.pool]}
         )  # fmt: skip
         con.duckdb.register("pool_df", pool)
         con.execute("CREATE TABLE pool AS SELECT * FROM pool_df")
@@ -129,9 +132,10 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--backend", default="llama:?threads={threads}")
     parser.add_argument("--threads", type=int, default=2)
-    parser.add_argument("--pools", type=int, default=4, help="queries: 4 = one per category")
-    parser.add_argument("--pool-size", type=int, default=20)
-    parser.add_argument("--relevant", type=int, default=6, help="relevant packages per pool")
+    parser.add_argument("--pools", type=int, default=2, help="queries, the criteria in turn")
+    parser.add_argument("--pool-size", type=int, default=12)
+    parser.add_argument("--relevant", type=int, default=4, help="relevant packages per pool")
+    parser.add_argument("--max-chars", type=int, default=120, help="description characters")
     parser.add_argument("--methods", default=",".join(METHODS))
     parser.add_argument("--seed", type=int, default=7)
     parser.add_argument("--note", default="", help="a line on the conditions of the run")
@@ -145,19 +149,25 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         for method in methods:
             for q in qs:
-                r = run(method, q, backend, Path(tmp) / f"{method}.sqlite")
+                r = run(method, q, backend, Path(tmp) / f"{method}.sqlite", args.max_chars)
                 runs.append(r)
                 print(f"{method:9} {q.category:11} ndcg@10 {r.ndcg:.3f} calls {r.calls:3} "
                       f"(bound {r.bound}) fallbacks {r.fallbacks} {r.seconds:6.1f} s",
                       flush=True)  # fmt: skip
+                report(args, backend, qs, runs)
+
+
+def report(args: argparse.Namespace, backend: str, qs: Sequence[Query], runs: list[Run]) -> None:
+    methods = list(dict.fromkeys(r.method for r in runs))
     lines = [
         "# sem_topk: pointwise, pairwise and listwise ranking",
         "",
-        f"Backend `{backend}`. {len(qs)} queries (one criterion per Debian category), each a "
-        f"pool of {args.pool_size} package descriptions of which {args.relevant} are of the "
-        f"criterion's category (binary relevance), seed {args.seed}; top {K} by `sem_topk(..., "
-        "method := ...)`. Calls: virtual LLM calls per query (`con.stats().llm_calls`); bound: "
-        "what the method promises for the pool. A fresh cache per method.",
+        f"Backend `{backend}`. {len(qs)} queries (the criteria of the Debian categories in "
+        f"turn), each a pool of {args.pool_size} package descriptions (first {args.max_chars} "
+        f"characters) of which {args.relevant} are of the criterion's category (binary "
+        f"relevance), seed {args.seed}; top {K} by `sem_topk(..., method := ...)`. Calls: "
+        "virtual LLM calls per query (`con.stats().llm_calls`); bound: what the method "
+        "promises for the pool. A fresh cache per method.",
         *(["", args.note] if args.note else []),
         "",
         "| method | mean NDCG@10 | min / max | calls per query | bound | fallbacks | s per query |",
@@ -188,7 +198,7 @@ def main() -> None:
     command = (
         f"python benchmarks/bench_rerank.py --backend '{args.backend}' --threads {args.threads} "
         f"--pools {args.pools} --pool-size {args.pool_size} --relevant {args.relevant} "
-        f"--methods {args.methods} --seed {args.seed}"
+        f"--max-chars {args.max_chars} --methods {args.methods} --seed {args.seed}"
     )
     write_report(args.out, lines, command)
 
