@@ -120,6 +120,13 @@ def rank_rows(
     return (picked + rest)[:k]
 
 
+def _flip(a: int, b: int) -> bool:
+    """Whether the pair ``{a, b}`` is shown larger index first: about half of all pairs, and
+    of every tournament round's (a parity of ``a + b`` would flip every first-round pair)."""
+    low, high = min(a, b), max(a, b)
+    return bool((((low * 40_503) ^ (high * 2_654_435_761)) >> 7) & 1)
+
+
 def _valid_rows(args: Sequence[pa.Array], rows: int) -> list[int]:
     if not args:
         return list(range(rows))
@@ -158,11 +165,11 @@ class _Judge:
         return out
 
     def compare(self, pairs: Sequence[tuple[int, int]]) -> list[bool | None]:
-        """Whether the first of each pair ranks above the second. The pair is shown in an
-        order that alternates with the candidates' positions, so a judge's preference for
-        the first shown (small models have one) is noise across the bracket, not a bias
-        towards the input's first rows."""
-        shown = [(a, b) if (a + b) % 2 == 0 else (b, a) for a, b in pairs]
+        """Whether the first of each pair ranks above the second. Which of the two is shown
+        first is a hash of the pair (:func:`_flip`), so a judge's preference for the first
+        shown (small models have one) is noise across the bracket, not a bias towards the
+        input's first rows."""
+        shown = [(b, a) if _flip(a, b) else (a, b) for a, b in pairs]
         answers = self._engine.completions(
             OperatorKind.JOIN, self._pair, self._columns(shown), query=self._query,
             label="sem_topk", options=self._options,
