@@ -40,12 +40,13 @@ class HiddenScores(Backend):
     """TEST DOUBLE LLM: answers ranking requests from :data:`SCORES` (plus seeded noise).
 
     ``garble``: window answers are not permutations (every ``garble``-th one is empty text).
+    ``first``: every pair decision says A (the one shown first) is better, as a biased model.
     """
 
-    def __init__(self, *, sigma: float = 0.0, garble: int = 0) -> None:
+    def __init__(self, *, sigma: float = 0.0, garble: int = 0, first: bool = False) -> None:
         self.spec = "hidden-scores-double:"
-        self.answers = Answers(kind="hidden-scores-double", model=f"{sigma}/{garble}")
-        self.sigma, self.garble = sigma, garble
+        self.answers = Answers(kind="hidden-scores-double", model=f"{sigma}/{garble}/{first}")
+        self.sigma, self.garble, self.first = sigma, garble, first
         self.asked: list[OperatorKind] = []
         self._windows = 0
 
@@ -59,7 +60,7 @@ class HiddenScores(Backend):
             items = re.findall(r"item\d\d", r.row)
             if r.output.task is Task.DECIDE and r.operator is OperatorKind.JOIN:
                 a, b = items
-                yes = self._score(a, r.row) > self._score(b, r.row)
+                yes = self.first or self._score(a, r.row) > self._score(b, r.row)
                 out.append(Completion(yes, "yes" if yes else "no", 1, 1, 1.0 if yes else -1.0))
             elif r.output.task is Task.DECIDE:
                 score = self._score(items[0], r.row)
@@ -188,6 +189,13 @@ def test_with_noise_a_method_still_finds_most_of_the_top(method: str) -> None:
         assert len(set(got)) == 10
         assert _ndcg(got, 10) > 0.8, got
         assert con.stats().llm_calls <= call_bound(method, N, 10)
+
+
+def test_a_judge_that_always_prefers_the_first_shown_does_not_pick_the_input_order() -> None:
+    with _connect(HiddenScores(first=True)) as con:
+        ids = [int(t[4:]) for t in _topk(con, 8, "pairwise")]
+    assert ids != list(range(8))
+    assert {i % 2 for i in ids} == {0, 1}  # first-round winners from both sides of pairs
 
 
 def test_a_rerun_is_answered_by_the_cache(tmp_path: object) -> None:
