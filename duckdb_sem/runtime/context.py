@@ -37,6 +37,9 @@ class QueryStats:
     fused: int = 0  # shared with an identical request of another query in flight
     deduplicated: int = 0  # identical requests within this query, asked once
     null_outputs: int = 0  # unparseable after retries, returned as NULL (a warning each)
+    # sem_topk's pairwise and listwise methods (runtime.ranking): answers that could not be read
+    # as a comparison or a whole permutation, so a fallback order was used
+    rank_fallbacks: int = 0
     seus: int = 0
     # the estimator's samples (a small model's work, not the target's; scheduled and cached)
     estimator_calls: int = 0

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import dataclasses
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 from duckdb_sem.backends.base import plain_chat
@@ -74,13 +74,16 @@ def explain_semantic(
     runs; with ``verbose`` the prompts of each operator's first row follow the plan."""
     options = con.runtime_options()
     raw = con.duckdb
-    route = con.route(con.sources.open(sql), None)  # the front end a run goes through
+    statement = con.sources.open(sql)
+    notes = list(statement.notes)  # what its table functions say (a ranking's call bound)
+    route = con.route(statement, None)  # the front end a run goes through
     if route.planned is None:
-        return _unplanned(con, sql, route.sql, route.why, analyze=analyze)
+        return _unplanned(con, sql, route.sql, route.why, analyze=analyze, notes=notes)
     planned = route.planned
     road = "road: planned by the optimizer" + (
         f" ({'; '.join(route.notes)})" if route.notes else ""
     )
+    road = "\n".join([road, *notes])
     if planned.units or route.write is not None or planned.plan is None:
         return _explain_parts(con, route, road, analyze=analyze, verbose=verbose)
     query = con.session.query  # the estimator's samples, if any, are this query's
@@ -321,10 +324,14 @@ def _first_request(con: Session, plan: Node, call: SemCall) -> LLMRequest | None
                          labels=call.labels)  # fmt: skip
 
 
-def _unplanned(con: Session, sql: str, bound_sql: str, why: str, *, analyze: bool = False) -> str:
+def _unplanned(
+    con: Session, sql: str, bound_sql: str, why: str, *, analyze: bool = False,
+    notes: Sequence[str] = (),
+) -> str:  # fmt: skip
     """``bound_sql``: the statement as the UDF path runs it; its spend comes from a dry run
-    of ``sql`` (:mod:`duckdb_sem.runtime.dry_run`). With ``analyze`` the statement then runs
-    for real (as in Postgres, a write is done) and what it asked is added."""
+    of ``sql`` (:mod:`duckdb_sem.runtime.dry_run`), then ``notes`` (its table functions'
+    lines). With ``analyze`` the statement then runs for real (as in Postgres, a write is
+    done) and what it asked is added."""
     lines = [
         "not planned by the optimizer: " + why,
         "DuckDB runs it with the sem_* functions where they are written (same engine, "
@@ -337,6 +344,7 @@ def _unplanned(con: Session, sql: str, bound_sql: str, why: str, *, analyze: boo
     else:
         lines += spend_by_model(con, dry.spend)
         lines.append(f"{DRY_RUN_NOTE} ({dry.seconds:.2f} s)")
+    lines += notes
     lines.append("DuckDB plan:")
     rows = con.duckdb.execute("EXPLAIN " + bound_sql).fetchall()
     for _, plan in rows:
