@@ -53,6 +53,7 @@ from duckdb_sem.llm.prompts import check_labels
 from duckdb_sem.llm.request import OperatorKind
 from duckdb_sem.runtime.context import QueryContext
 from duckdb_sem.runtime.finish import QuietFinisher, finish_query
+from duckdb_sem.runtime.money import pricing
 from duckdb_sem.runtime.operators import SemEngine
 from duckdb_sem.surface.aliases import ALIASES
 from duckdb_sem.surface.bind import typed_map_function
@@ -98,7 +99,7 @@ class SemSession:
         #: limits of each query's backend work (``runtime.budget.Budget``) when a new query
         #: names none: how ``install(con, max_llm_calls=...)`` bounds the UDF path
         self.budget = budget
-        self.query = QueryContext(budget=budget)
+        self.query = QueryContext(budget=budget, pricing=pricing(engine.models))
         #: a session whose queries are another session's current one (a cursor that reads a
         #: table function's input while the statement runs: same stats, budget, cancellation)
         self.follows: SemSession | None = None
@@ -122,6 +123,7 @@ class SemSession:
         self.finisher.finish_now()
         if kwargs.get("budget") is None:
             kwargs["budget"] = self.budget
+        kwargs.setdefault("pricing", pricing(self.engine.models))  # what max_cost counts
         self.query = QueryContext(**kwargs)  # type: ignore[arg-type]
         self.last_error = None
         return self.query
