@@ -23,6 +23,7 @@ import logging
 import os
 import threading
 from collections.abc import Sequence
+import dataclasses
 from dataclasses import dataclass
 from typing import Any
 
@@ -235,6 +236,12 @@ class VLLMBackend(Backend):
             len(out.prompt_token_ids or []),
             len(choice.token_ids),
         )
+        parsed = self._parsed(request, choice, text, prompt_tokens, completion_tokens)
+        cached = int(getattr(out, "num_cached_tokens", None) or 0)  # vLLM's prefix cache hits
+        return dataclasses.replace(parsed, cached_tokens=cached)
+
+    def _parsed(self, request: LLMRequest, choice: Any, text: str, prompt_tokens: int,
+                completion_tokens: int) -> Completion:  # fmt: skip
         if request.output.task is Task.DECIDE:
             first = (choice.logprobs or [{}])[0] if choice.logprobs else {}
             pairs = [(lp.decoded_token or "", float(lp.logprob)) for lp in first.values()]
