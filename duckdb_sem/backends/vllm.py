@@ -17,13 +17,13 @@ their type's JSON schema (:mod:`.vllm_sampling`), so neither is free text.
 
 from __future__ import annotations
 
+import dataclasses
 import importlib
 import itertools
 import logging
 import os
 import threading
 from collections.abc import Sequence
-import dataclasses
 from dataclasses import dataclass
 from typing import Any
 
