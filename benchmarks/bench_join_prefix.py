@@ -96,6 +96,8 @@ def main() -> None:
     parser.add_argument("--reviews", type=int, default=6, help="reviews per movie")
     parser.add_argument("--out", type=Path, default=RESULTS / "join_prefix.md")
     parser.add_argument("--note", default="", help="a line on how the machine was loaded")
+    parser.add_argument("--templates", default=",".join(TEMPLATES),
+                        help="which templates to run, comma-separated (default: both)")  # fmt: skip
     parser.add_argument("--backend", default="llama:",
                         help="the embedded default's spec (llama:?share_cpu=off on a shared "
                         "machine: other processes' CPU turns would count in every wall time)")  # fmt: skip
@@ -115,7 +117,12 @@ def main() -> None:
         "| vs unordered | pairs said yes (right) | same pairs |",
         "|---|---|---|---|---|---|---|---|---|---|---|",
     ]
-    for name, template in TEMPLATES.items():
+    chosen = [t.strip() for t in args.templates.split(",")]
+    unknown = [t for t in chosen if t not in TEMPLATES]
+    if unknown:
+        parser.error(f"unknown template {unknown[0]!r}; use {', '.join(TEMPLATES)}")
+    for name in chosen:
+        template = TEMPLATES[name]
         runs = {label: _run(template, args.movies, args.reviews, segments=segments, order=order,
                             spec=args.backend)
                 for label, segments, order in RUNS}  # fmt: skip
@@ -134,7 +141,8 @@ def main() -> None:
         args.out,
         lines,
         f"python benchmarks/bench_join_prefix.py --movies {args.movies} --reviews {args.reviews}"
-        + (f" --backend '{args.backend}'" if args.backend != "llama:" else ""),
+        + (f" --backend '{args.backend}'" if args.backend != "llama:" else "")
+        + (f" --templates '{args.templates}'" if chosen != list(TEMPLATES) else ""),
     )
 
 
