@@ -98,3 +98,18 @@ def test_the_sidecar_carries_cached_tokens_and_reads_an_older_sidecar() -> None:
     body["completions"] = [c[:6] for c in body["completions"]]  # before cached_tokens
     old = decode_result(json.dumps(body).encode())
     assert old.completions[0] == Completion(True, "yes", 40, 1, 0.5, None)
+
+
+def test_a_join_s_line_shows_its_own_hits(sim: SimBackend) -> None:
+    con = duckdb_sem.connect(backend=sim, cache="off")
+    con.execute("CREATE TABLE r AS SELECT i AS id, 'review ' || i AS text FROM range(40) t(i)")
+    con.execute("CREATE TABLE p AS SELECT i AS pid, 'plot ' || i AS plot FROM range(5) t(i)")
+    query = "SELECT r.id, p.pid FROM r JOIN p ON sem_join('Review: {r.text} Plot: {p.plot}')"
+    text = con.explain_semantic(query, analyze=True)
+    (line,) = [x for x in text.splitlines() if "SemJoin" in x and "actual rows=" in x]
+    stats = con.stats()
+    assert stats.physical_calls == 200 and stats.physical_cached_tokens > 0
+    assert (
+        f"prefix-cached={stats.physical_cached_tokens:,}/{stats.physical_prompt_tokens:,}" in line
+    )
+    con.close()
