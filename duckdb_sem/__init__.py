@@ -108,6 +108,10 @@ def install(
     batch_size: int | None = None,
     max_llm_calls: int | None = None,
     max_prompt_tokens: int | None = None,
+    max_cost: float | None = None,
+    max_llm_calls_per_session: int | None = None,
+    max_prompt_tokens_per_session: int | None = None,
+    max_cost_per_session: float | None = None,
     models: Mapping[str, str | Backend] | None = None,
     embed_backend: str | Backend | None = None,
     retry_failures: bool | None = None,
@@ -123,11 +127,15 @@ def install(
     ``sem_search``, blocking). ``retry_failures=True`` (or ``DUCKDB_SEM_RETRY_FAILURES=1``) asks
     the backend again for answers the cache holds as failed (unparsable, so NULL) instead of
     reusing them. Returns the session, whose ``query.stats()`` holds the LLM usage since the
-    last ``session.new_query()``. ``max_llm_calls`` / ``max_prompt_tokens`` bound the backend
-    work of each query (from one ``session.new_query()`` to the next), as in :func:`connect`.
+    last ``session.new_query()``. ``max_llm_calls`` / ``max_prompt_tokens`` / ``max_cost``
+    bound the backend work of each query (from one ``session.new_query()`` to the next), and
+    their ``_per_session`` twins the session's queries together, as in :func:`connect`.
     """
     settings = _settings(backend, cache, scheduler, batch_size, retry_failures).with_overrides(
-        max_llm_calls=max_llm_calls, max_prompt_tokens=max_prompt_tokens,
+        max_llm_calls=max_llm_calls, max_prompt_tokens=max_prompt_tokens, max_cost=max_cost,
+        max_llm_calls_per_session=max_llm_calls_per_session,
+        max_prompt_tokens_per_session=max_prompt_tokens_per_session,
+        max_cost_per_session=max_cost_per_session,
         embed_backend=embed_backend if isinstance(embed_backend, str) else None,
     )  # fmt: skip
     return _install(con, settings, backend=backend, models=models, embed_backend=embed_backend)
@@ -163,6 +171,10 @@ def connect(
     optimize: bool = True,
     max_llm_calls: int | None = None,
     max_prompt_tokens: int | None = None,
+    max_cost: float | None = None,
+    max_llm_calls_per_session: int | None = None,
+    max_prompt_tokens_per_session: int | None = None,
+    max_cost_per_session: float | None = None,
     price_per_mtok_in: float | None = None,
     price_per_mtok_out: float | None = None,
     models: Mapping[str, str | Backend] | None = None,
@@ -180,9 +192,13 @@ def connect(
     With ``optimize`` (the default) semantic SELECTs the optimizer can plan run on the chosen
     plan; others, and all with ``optimize=False``, run through the UDFs as written.
     ``max_llm_calls`` / ``max_prompt_tokens`` bound each query's backend work (it fails before
-    passing them; see ``duckdb_sem.runtime.budget``), over ``DUCKDB_SEM_MAX_LLM_CALLS`` and ``DUCKDB_SEM_MAX_PROMPT_TOKENS``.
+    passing them; see ``duckdb_sem.runtime.budget``), over ``DUCKDB_SEM_MAX_LLM_CALLS`` and ``DUCKDB_SEM_MAX_PROMPT_TOKENS``;
+    ``max_cost`` (USD, over ``DUCKDB_SEM_MAX_COST``) its spend at the models' prices.
+    ``max_llm_calls_per_session`` / ``max_prompt_tokens_per_session`` / ``max_cost_per_session``
+    bound the sum over this connection's (and its cursors') queries.
     ``price_per_mtok_in`` / ``price_per_mtok_out`` (USD per million prompt / completion tokens,
-    over ``DUCKDB_SEM_PRICE_IN`` / ``DUCKDB_SEM_PRICE_OUT``) add money to ``EXPLAIN SEMANTIC``.
+    over ``DUCKDB_SEM_PRICE_IN`` / ``DUCKDB_SEM_PRICE_OUT``) add money to ``EXPLAIN SEMANTIC``
+    and price models whose spec has no ``price_in`` / ``price_out`` (a model without: $0).
     ``models={"fast": "llama:", "big": "openai:http://host/v1?model=m"}`` names models for
     ``sem_filter('{text} ...', model := 'fast')``; ``CREATE MODEL`` adds more.
     ``approximate=True`` allows lossy plans (a ``sem_join`` blocked by embedding similarity,
@@ -199,6 +215,10 @@ def connect(
     settings = _settings(backend, cache, scheduler, batch_size, retry_failures).with_overrides(
         max_llm_calls=max_llm_calls,
         max_prompt_tokens=max_prompt_tokens,
+        max_cost=max_cost,
+        max_llm_calls_per_session=max_llm_calls_per_session,
+        max_prompt_tokens_per_session=max_prompt_tokens_per_session,
+        max_cost_per_session=max_cost_per_session,
         price_per_mtok_in=price_per_mtok_in,
         price_per_mtok_out=price_per_mtok_out,
         embed_backend=embed_backend if isinstance(embed_backend, str) else None,

@@ -17,6 +17,10 @@ variable                        default                     meaning
 ``DUCKDB_SEM_AGING_RATE``       ``100``                     srtf/joint aging: cost units per second waited
 ``DUCKDB_SEM_MAX_LLM_CALLS``    (no limit)                  per query: most backend calls before it fails
 ``DUCKDB_SEM_MAX_PROMPT_TOKENS``  (no limit)                per query: most prompt tokens before it fails
+``DUCKDB_SEM_MAX_COST``         (no limit)                  per query: most USD spent before it fails
+``DUCKDB_SEM_MAX_LLM_CALLS_PER_SESSION``  (no limit)        per connection and its cursors: most calls
+``DUCKDB_SEM_MAX_PROMPT_TOKENS_PER_SESSION``  (no limit)    per connection: most prompt tokens
+``DUCKDB_SEM_MAX_COST_PER_SESSION``  (no limit)             per connection: most USD spent
 ``DUCKDB_SEM_PRICE_IN``         (none)                      USD per million prompt tokens (EXPLAIN money)
 ``DUCKDB_SEM_PRICE_OUT``        (none)                      USD per million completion tokens
 ``DUCKDB_SEM_MODELS``           (none)                      named models, ``name=spec;name=spec``
@@ -74,6 +78,13 @@ ENV_VARS = {
     "DUCKDB_SEM_AGING_RATE": "srtf/joint aging rate, cost units per second waited (default 100)",
     "DUCKDB_SEM_MAX_LLM_CALLS": "per query: most backend LLM calls before it fails (default none)",
     "DUCKDB_SEM_MAX_PROMPT_TOKENS": "per query: most prompt tokens sent before it fails (default none)",
+    "DUCKDB_SEM_MAX_COST": "per query: most USD spent on backends before it fails (default none)",
+    "DUCKDB_SEM_MAX_LLM_CALLS_PER_SESSION": "per connection (and its cursors): most backend LLM "
+    "calls of all its queries (default none)",
+    "DUCKDB_SEM_MAX_PROMPT_TOKENS_PER_SESSION": "per connection: most prompt tokens of all its "
+    "queries (default none)",
+    "DUCKDB_SEM_MAX_COST_PER_SESSION": "per connection: most USD spent by all its queries "
+    "(default none)",
     "DUCKDB_SEM_PRICE_IN": "USD per million prompt tokens, for EXPLAIN SEMANTIC (default none)",
     "DUCKDB_SEM_PRICE_OUT": "USD per million completion tokens, for EXPLAIN SEMANTIC (default none)",
     "DUCKDB_SEM_MODELS": "named models for model := 'name', as name=spec;name=spec (default none)",
@@ -126,6 +137,20 @@ def _limit_env(name: str) -> int | None:
         raise ConfigError(f"{name}={raw!r} is not a whole number; set it to e.g. 1000") from None
     if value < 0:
         raise ConfigError(f"{name} must be >= 0, got {value}; unset it for no limit")
+    return value
+
+
+def _money_env(name: str) -> float | None:
+    """A limit in USD (``DUCKDB_SEM_MAX_COST``); unset: no limit."""
+    raw = os.environ.get(name, "").strip()
+    if not raw:
+        return None
+    try:
+        value = float(raw)
+    except ValueError:
+        raise ConfigError(f"{name}={raw!r} is not an amount in USD; set it to e.g. 0.50") from None
+    if not value >= 0 or value == float("inf"):
+        raise ConfigError(f"{name} must be an amount >= 0 in USD, got {raw}; unset it for no limit")
     return value
 
 
@@ -214,6 +239,11 @@ class Settings:
     aging_rate: float | None = None  # None: the policy's default
     max_llm_calls: int | None = None  # per query (runtime.budget); None: no limit
     max_prompt_tokens: int | None = None
+    max_cost: float | None = None  # per query, USD at the models' prices (runtime.money)
+    # per session: the sum over a connection's (and its cursors') queries (runtime.budget)
+    max_llm_calls_per_session: int | None = None
+    max_prompt_tokens_per_session: int | None = None
+    max_cost_per_session: float | None = None
     # USD per million tokens, for EXPLAIN SEMANTIC's money line; None: no price configured
     price_per_mtok_in: float | None = None
     price_per_mtok_out: float | None = None
@@ -260,6 +290,10 @@ class Settings:
             aging_rate=aging,
             max_llm_calls=_limit_env("DUCKDB_SEM_MAX_LLM_CALLS"),
             max_prompt_tokens=_limit_env("DUCKDB_SEM_MAX_PROMPT_TOKENS"),
+            max_cost=_money_env("DUCKDB_SEM_MAX_COST"),
+            max_llm_calls_per_session=_limit_env("DUCKDB_SEM_MAX_LLM_CALLS_PER_SESSION"),
+            max_prompt_tokens_per_session=_limit_env("DUCKDB_SEM_MAX_PROMPT_TOKENS_PER_SESSION"),
+            max_cost_per_session=_money_env("DUCKDB_SEM_MAX_COST_PER_SESSION"),
             price_per_mtok_in=_price_env("DUCKDB_SEM_PRICE_IN"),
             price_per_mtok_out=_price_env("DUCKDB_SEM_PRICE_OUT"),
             models=parse_models(env.get("DUCKDB_SEM_MODELS", "")),

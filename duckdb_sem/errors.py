@@ -15,6 +15,7 @@ Postgres boundary (the wire server).
     │   ├── OutputTypeError         sem_map type string that is not supported
     │   └── UnknownModelError       model := names no model registered on the connection
     ├── PlanError                   the optimizer cannot plan this query shape
+    ├── CatalogChangedError         a source's tables changed under a transaction that listed them
     ├── BackendError                an LLM backend failed
     │   ├── BackendUnavailableError cannot reach or load the backend
     │   ├── BackendTimeoutError     the backend did not answer in time
@@ -29,7 +30,8 @@ Postgres boundary (the wire server).
         ├── ReadOnlyError           a write on a --read-only server
         ├── TransactionStateError   savepoint outside a transaction, unknown savepoint
         ├── ParameterError          a bound parameter that is not a value of its declared type
-        └── MalformedMessageError   a message whose contents do not fit its length (08P01)
+        ├── MalformedMessageError   a message whose contents do not fit its length (08P01)
+        └── UnsendableValueError    a result value no PostgreSQL type's format can carry
 """
 
 from __future__ import annotations
@@ -41,6 +43,7 @@ __all__ = [
     "BackendUnavailableError",
     "BindError",
     "BudgetExceededError",
+    "CatalogChangedError",
     "ConfigError",
     "MalformedMessageError",
     "ModelOutputError",
@@ -58,6 +61,7 @@ __all__ = [
     "TransactionStateError",
     "UnknownColumnError",
     "UnknownModelError",
+    "UnsendableValueError",
     "WireError",
 ]
 
@@ -98,6 +102,13 @@ class UnknownModelError(BindError):
 
 class PlanError(SemError):
     sqlstate = "0A000"  # feature_not_supported
+
+
+class CatalogChangedError(SemError):
+    """A PostgreSQL source's catalog was attached again (its tables changed) after this
+    transaction listed it; the transaction cannot list it again (retry the transaction)."""
+
+    sqlstate = "40001"  # serialization_failure: clients retry
 
 
 class BackendError(SemError):
@@ -168,3 +179,10 @@ class MalformedMessageError(WireError):
     """An ERROR, not FATAL, as PostgreSQL's ``pq_getmsg*``: the session skips to the next Sync."""
 
     sqlstate = "08P01"  # protocol_violation
+
+
+class UnsendableValueError(WireError):
+    """A result value outside what the column's PostgreSQL type holds (a ragged list of lists
+    as a binary array, a date past PostgreSQL's range in binary)."""
+
+    sqlstate = "22000"  # data_exception

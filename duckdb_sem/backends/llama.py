@@ -46,7 +46,7 @@ from typing import Any
 from duckdb_sem.backends.base import RETRY_POLICY, Backend, Capacity, plain_chat
 from duckdb_sem.backends.cpu_turns import cpu_turn
 from duckdb_sem.backends.llama_guarded import sample_guarded
-from duckdb_sem.backends.llama_identity import OPTIONS, llama_answers
+from duckdb_sem.backends.llama_identity import LAYOUTS, OPTIONS, llama_answers
 from duckdb_sem.backends.llama_model import (
     DEFAULT_MODEL_FILE,
     default_model_path,
@@ -66,6 +66,7 @@ from duckdb_sem.backends.output_retry import answer_with_retries, retry_params
 from duckdb_sem.backends.registry import BackendSpec
 from duckdb_sem.backends.throughput import Throughput
 from duckdb_sem.errors import ConfigError
+from duckdb_sem.llm.canonical import canonical_request
 from duckdb_sem.llm.closed import is_scale
 from duckdb_sem.llm.guard import GuardCheck
 from duckdb_sem.llm.outputs import OutputParseError, TypeSpec, parse_type
@@ -124,9 +125,11 @@ class LlamaBackend(Backend):
         n_ctx: int = 2048,
         threads: int = 2,
         share_cpu: bool = True,
+        layout: str = "canonical",
     ) -> None:
         self.spec = spec
         self.share_cpu = share_cpu  # take turns on the CPU with other processes (cpu_turns)
+        self.layout = layout  # one of LAYOUTS: how one-field filter decisions are laid out
         self.path = path
         self.n_ctx = n_ctx
         self.threads = threads
@@ -143,7 +146,7 @@ class LlamaBackend(Backend):
         self._last_segment: tuple[object, list[int]] = (None, [])  # a pair's first side
         self.tokens_prompted = 0  # prompt tokens of every evaluation ...
         self.tokens_evaluated = 0  # ... and those not reused from the KV cache
-        self.answers = llama_answers(path, n_ctx=n_ctx, calibration=CALIBRATION)
+        self.answers = llama_answers(path, n_ctx=n_ctx, calibration=CALIBRATION, layout=layout)
         self._rates = RateMeter()  # EXPLAIN SEMANTIC's time: this model's measured speed
 
     def capacity(self) -> Capacity:
@@ -200,7 +203,12 @@ class LlamaBackend(Backend):
 
     # -- decisions -----------------------------------------------------------------------
 
+    def _laid_out(self, request: LLMRequest) -> LLMRequest:
+        """``request`` in this backend's decision layout (``layout=``)."""
+        return canonical_request(request) if self.layout == "canonical" else request
+
     def _decide(self, request: LLMRequest) -> Completion:
+        request = self._laid_out(request)
         key = _cache_key(request)
         offset = self._calibration.get(key)
         if offset is None:
@@ -215,6 +223,7 @@ class LlamaBackend(Backend):
     def messages(self, request: LLMRequest) -> list[dict[str, str]]:
         """Decisions carry the few-shot examples; closed answers and generation do not."""
         if request.output.task is Task.DECIDE:
+            request = self._laid_out(request)
             return decide_messages(request.prefix, request.row)
         if request.output.task is Task.CLASSIFY and _is_scale(request):
             derived = _scale_decision(request)
@@ -519,4 +528,21 @@ def from_spec(spec: BackendSpec) -> LlamaBackend:
     if n_ctx < 256 or threads < 1:
         raise ConfigError(f"backend {spec.raw!r}: need n_ctx >= 256 and threads >= 1")
     share_cpu = spec.on_off_option("share_cpu", default=True)
-    return LlamaBackend(path=path, spec=spec.raw, n_ctx=n_ctx, threads=threads, share_cpu=share_cpu)
+    return LlamaBackend(
+        path=path,
+        spec=spec.raw,
+        n_ctx=n_ctx,
+        threads=threads,
+        share_cpu=share_cpu,
+        layout=layout_option(spec),
+    )
+
+
+def layout_option(spec: BackendSpec) -> str:
+    """The spec's ``layout=`` (see :data:`LAYOUTS`), ``canonical`` when absent."""
+    layout = spec.option("layout", "canonical") or "canonical"
+    if layout not in LAYOUTS:
+        raise ConfigError(
+            f"backend {spec.raw!r}: layout={layout!r} is not one of {', '.join(LAYOUTS)}"
+        )
+    return layout

@@ -81,10 +81,17 @@ class DefaultLlamaBackend(Backend):
     """The routed default; see the module docstring."""
 
     def __init__(
-        self, *, spec: str = "llama:", n_ctx: int = 2048, threads: int = 2, share_cpu: bool = True
+        self,
+        *,
+        spec: str = "llama:",
+        n_ctx: int = 2048,
+        threads: int = 2,
+        share_cpu: bool = True,
+        layout: str = "canonical",
     ) -> None:
         self.spec = spec
         self.share_cpu = share_cpu
+        self.layout = layout
         self.n_ctx = n_ctx
         self.threads = threads
         # resolved now, so a missing package is an error at connect time, not mid-query
@@ -92,7 +99,8 @@ class DefaultLlamaBackend(Backend):
         self._loaded: dict[str, LlamaBackend] = {}
         self._lock = threading.Lock()
         routes = ";".join(
-            f"{kind}={_model_identity(self._paths[name], n_ctx)}" for kind, name in ROUTES.items()
+            f"{kind}={_model_identity(self._paths[name], n_ctx, layout)}"
+            for kind, name in ROUTES.items()
         )
         self.answers = DefaultAnswers(kind="llama", model="default", routes=routes)
 
@@ -107,6 +115,7 @@ class DefaultLlamaBackend(Backend):
                     n_ctx=self.n_ctx,
                     threads=self.threads,
                     share_cpu=self.share_cpu,
+                    layout=self.layout,
                 )
             return self._loaded[name]
 
@@ -147,8 +156,8 @@ class DefaultLlamaBackend(Backend):
         """Models are shared per process (see :mod:`.llama_model`)."""
 
 
-def _model_identity(path: Path, n_ctx: int) -> str:
-    return llama_answers(path, n_ctx=n_ctx, calibration=CALIBRATION).identity()
+def _model_identity(path: Path, n_ctx: int, layout: str) -> str:
+    return llama_answers(path, n_ctx=n_ctx, calibration=CALIBRATION, layout=layout).identity()
 
 
 def from_spec(spec: BackendSpec) -> Backend:
@@ -160,4 +169,10 @@ def from_spec(spec: BackendSpec) -> Backend:
     if n_ctx < 256 or threads < 1:
         raise ConfigError(f"backend {spec.raw!r}: need n_ctx >= 256 and threads >= 1")
     share_cpu = spec.on_off_option("share_cpu", default=True)
-    return DefaultLlamaBackend(spec=spec.raw, n_ctx=n_ctx, threads=threads, share_cpu=share_cpu)
+    return DefaultLlamaBackend(
+        spec=spec.raw,
+        n_ctx=n_ctx,
+        threads=threads,
+        share_cpu=share_cpu,
+        layout=llama.layout_option(spec),
+    )

@@ -1,7 +1,9 @@
 """``openai-embed:``: any OpenAI-compatible ``/v1/embeddings`` server (vLLM, OpenAI, the sim server).
 
 Spec: ``openai-embed:http://127.0.0.1:8000/v1?model=NAME&timeout=60`` (plus the transport retry
-options ``retries=``, ``retry_budget=``, ``retry_backoff=``). One batch of texts is one POST
+options ``retries=``, ``retry_budget=``, ``retry_backoff=``, and ``rpm=``/``tpm=`` for a hosted
+server's requests- and tokens-per-minute limits: each try waits on them before it is sent,
+:mod:`.rate_limit`; a 429 is retried after its ``Retry-After``). One batch of texts is one POST
 ``{"model": NAME, "input": [texts...]}``; the answer's ``data[i].embedding`` is text ``i``'s
 vector (ordered by ``data[i].index`` when the server gives it). The API key comes from
 ``DUCKDB_SEM_OPENAI_API_KEY``, else ``OPENAI_API_KEY`` (or ``api_key_env=``). The model and the
@@ -10,6 +12,7 @@ server kind come from ``/v1/models``; the sim server's vectors are SIMULATED and
 
 from __future__ import annotations
 
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -19,6 +22,14 @@ import httpx
 from duckdb_sem.backends.base import Answers, Capacity
 from duckdb_sem.backends.embedder import Embedder
 from duckdb_sem.backends.openai_server import check_status, discover, key_from_env
+from duckdb_sem.backends.openai_wire import retry_after
+from duckdb_sem.backends.rate_limit import (
+    RATE_OPTIONS,
+    RateLimit,
+    RateLimiter,
+    embed_cost,
+    limit_from_spec,
+)
 from duckdb_sem.backends.registry import BackendSpec, SpecOption
 from duckdb_sem.backends.retry import (
     RETRY_OPTIONS,
@@ -44,6 +55,7 @@ OPTIONS = (
     SpecOption("timeout", "seconds to wait for one HTTP answer (default 60)"),
     SpecOption("api_key_env", "environment variable holding the API key"),
     *RETRY_OPTIONS,
+    *RATE_OPTIONS,
 )
 
 
@@ -84,8 +96,13 @@ class OpenAIEmbedder(Embedder):
         timeout: float = 60.0,
         transport_retry: TransportRetry = TRANSPORT_RETRY,
         transport: httpx.BaseTransport | None = None,
+        rate_limit: RateLimit | None = None,
         spec: str | None = None,
     ) -> None:
+        #: every HTTP try waits on it before it is sent (None: no client-side limit)
+        self.rate_limiter = (
+            None if rate_limit is None or rate_limit.unlimited else RateLimiter(rate_limit)
+        )
         url = base_url.rstrip("/")
         self.base_url = url if url.endswith("/v1") else url + "/v1"
         self.spec = spec or f"openai-embed:{self.base_url}"
@@ -121,14 +138,30 @@ class OpenAIEmbedder(Embedder):
         self._http.close()
 
     def _post(self, texts: list[str]) -> list[list[float]]:
+        """POST ``texts``, retrying transport failures per the policy; each try first waits
+        on the rate limit (as ``openai:``'s do: that wait is not the retry budget's)."""
         body = {"model": self.model, "input": texts}
+        waited = [0.0]
         return call_with_retry(
-            lambda _attempt: self._once(body, len(texts)),
+            lambda _attempt: self._limited(body, len(texts), waited),
             policy=self.transport_retry,
             what=self.spec,
+            clock=lambda: time.monotonic() - waited[0],
         )
 
-    def _once(self, body: dict[str, Any], count: int) -> list[list[float]]:
+    def _limited(self, body: dict[str, Any], count: int, waited: list[float]) -> list[list[float]]:
+        limiter = self.rate_limiter
+        if limiter is None:
+            return self._once(body, count)[0]
+        cost = embed_cost(body)
+        waited[0] += limiter.acquire(cost, what=self.spec)
+        vectors, used = self._once(body, count)
+        if used is not None:
+            limiter.settle(cost, used)
+        return vectors
+
+    def _once(self, body: dict[str, Any], count: int) -> tuple[list[list[float]], int | None]:
+        """The vectors of one try, and the tokens the server says it counted (None: unsaid)."""
         url = self.base_url + "/embeddings"
         try:
             resp = self._http.post(url, json=body)
@@ -141,10 +174,16 @@ class OpenAIEmbedder(Embedder):
                 BackendUnavailableError(f"{self.spec}: lost {self.base_url} ({err})")
             ) from None
         if resp.status_code in RETRYABLE_STATUS:
-            raise Transient(BackendError(f"{self.spec}: HTTP {resp.status_code} from {url}"))
+            raise Transient(
+                BackendError(f"{self.spec}: HTTP {resp.status_code} from {url}"),
+                retry_after=retry_after(resp),
+            )
         check_status(resp, self.spec)
         try:
-            return read_embeddings(resp.json(), count)
+            data = resp.json()
+            usage = data.get("usage") if isinstance(data, dict) else None
+            used = usage.get("total_tokens") if isinstance(usage, dict) else None
+            return read_embeddings(data, count), used if isinstance(used, int) else None
         except ValueError as err:
             raise Transient(
                 BackendError(f"{self.spec}: unreadable answer from {url}: {err}")
@@ -162,5 +201,6 @@ def from_spec(spec: BackendSpec) -> OpenAIEmbedder:
         batch=spec.int_option("batch", 64),
         timeout=spec.float_option("timeout", 60.0),
         transport_retry=policy_from_spec(spec),
+        rate_limit=limit_from_spec(spec),
         spec=spec.raw,
     )

@@ -6,8 +6,10 @@ HTTP try waits on before it is sent, costing one request and its estimated token
 plus the most it may generate); a server reporting more usage than that is charged the rest.
 Less is never given back: a hosted server may count the estimate at admission, as OpenAI
 documents, and a refund would then send more than it admits.
-The SIMULATED server (``duckdb-sem sim-server --rpm N --tpm N``) enforces the same buckets,
-answering 429 with ``Retry-After`` instead of waiting.
+``openai-embed:...?rpm=&tpm=`` limits an embedding server's requests the same way, each
+costing its texts' estimated tokens (:func:`embed_cost`). The SIMULATED server
+(``duckdb-sem sim-server --rpm N --tpm N``) enforces the same buckets on completions and
+embeddings, answering 429 with ``Retry-After`` instead of waiting.
 
 Each bucket refills continuously at ``limit / 60`` per second and holds at most one second of
 it (at least one request, or the cost of the one request asking): a smooth rate, not a
@@ -35,7 +37,14 @@ from duckdb_sem.backends.registry import BackendSpec, SpecOption
 from duckdb_sem.backends.tokens import estimate_tokens
 from duckdb_sem.errors import BackendError, ConfigError
 
-__all__ = ["RATE_OPTIONS", "RateLimit", "RateLimiter", "chat_cost", "limit_from_spec"]
+__all__ = [
+    "RATE_OPTIONS",
+    "RateLimit",
+    "RateLimiter",
+    "chat_cost",
+    "embed_cost",
+    "limit_from_spec",
+]
 
 #: the spec options of :func:`limit_from_spec`
 RATE_OPTIONS = (
@@ -85,6 +94,14 @@ def chat_cost(body: dict[str, Any]) -> int:
     text += str(body.get("prompt") or "")
     most = body.get("max_tokens") or body.get("max_completion_tokens") or 0
     return estimate_tokens(text) + (int(most) if isinstance(most, int | float) else 0)
+
+
+def embed_cost(body: dict[str, Any]) -> int:
+    """An ``/embeddings`` request's estimated cost in tokens: its input texts' (one string or a
+    list of them; an embedding generates nothing)."""
+    texts = body.get("input") or []
+    texts = [texts] if isinstance(texts, str) else texts
+    return sum(estimate_tokens(str(t)) for t in texts)
 
 
 class _Bucket:

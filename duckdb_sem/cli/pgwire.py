@@ -135,6 +135,25 @@ def _split_listen(listen: str) -> tuple[str, int]:
     default=None,
     help="Cap on the prompt tokens of every session together in a UTC day.",
 )
+@click.option(
+    "--max-cost-per-query",
+    type=click.FloatRange(0),
+    default=None,
+    help="Cap in USD on one query's spend at the models' prices; clients may SET "
+    "duckdb_sem.max_cost lower, never higher (default: DUCKDB_SEM_MAX_COST, else none).",
+)
+@click.option(
+    "--max-cost-per-session",
+    type=click.FloatRange(0),
+    default=None,
+    help="Cap in USD on the spend of all of one session's queries (54000 once spent).",
+)
+@click.option(
+    "--max-cost-per-day",
+    type=click.FloatRange(0),
+    default=None,
+    help="Cap in USD on the spend of every session together in a UTC day.",
+)
 def pgwire(
     db_path: str,
     listen: str,
@@ -159,6 +178,9 @@ def pgwire(
     max_prompt_tokens_per_session: int | None,
     max_llm_calls_per_day: int | None,
     max_prompt_tokens_per_day: int | None,
+    max_cost_per_query: float | None,
+    max_cost_per_session: float | None,
+    max_cost_per_day: float | None,
 ) -> None:
     """Serve DB over the PostgreSQL wire protocol: psql, psycopg, BI tools, postgres_fdw.
 
@@ -213,6 +235,9 @@ def pgwire(
                     prompt_tokens_per_session=max_prompt_tokens_per_session,
                     llm_calls_per_day=max_llm_calls_per_day,
                     prompt_tokens_per_day=max_prompt_tokens_per_day,
+                    cost_per_query=max_cost_per_query,
+                    cost_per_session=max_cost_per_session,
+                    cost_per_day=max_cost_per_day,
                 ),
             ),
         )

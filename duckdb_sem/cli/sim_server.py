@@ -63,14 +63,16 @@ def _split_listen(listen: str) -> tuple[str, int]:
     type=float,
     default=0.0,
     show_default=True,
-    help="Completions per minute served; above it HTTP 429 with Retry-After (0: no limit).",
+    help="Requests (completions and embeddings) per minute served; above it HTTP 429 with "
+    "Retry-After (0: no limit).",
 )
 @click.option(
     "--tpm",
     type=float,
     default=0.0,
     show_default=True,
-    help="Tokens per minute (prompt + max_tokens) served; above it HTTP 429 (0: no limit).",
+    help="Tokens per minute (prompt + max_tokens; an embedding's input) served; above it "
+    "HTTP 429 (0: no limit).",
 )
 def sim_server(
     profile: str,

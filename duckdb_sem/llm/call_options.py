@@ -1,5 +1,5 @@
 """Per-call options of a semantic function: ``model :=``, ``temperature :=``, ``max_tokens :=``,
-``choices :=``, ``examples :=``, ``batch_size :=``.
+``choices :=``, ``examples :=``, ``batch_size :=``, ``method :=``.
 
 Every ``sem_*`` function takes them as named arguments after its positional ones, in DuckDB's
 ``name := value`` form (``=>`` is read the same way); each value is a literal. They are parsed
@@ -24,6 +24,9 @@ relation API (which writes them) and the UDFs (which receive them from their mac
   (:func:`duckdb_sem.llm.prompts.build_request`).
 - ``batch_size`` (>= 1): rows per SEU for this call instead of ``DUCKDB_SEM_BATCH_SIZE``; it
   cuts the work differently and never changes an answer, so it alone is not in the signature.
+- ``method`` (``sem_topk`` only): ``'pointwise'`` (the default: one scored decision per row),
+  ``'pairwise'`` (a tournament of comparisons) or ``'listwise'`` (windows of rows ranked in
+  one answer); see :mod:`duckdb_sem.runtime.ranking`.
 
 All but ``batch_size`` are part of every request's instruction or decoding parameters, hence of
 its signature and cache key.
@@ -56,6 +59,7 @@ __all__ = [
     "DEFAULT_OPTIONS",
     "EXAMPLES_FORM",
     "OPTION_NAMES",
+    "RANK_METHODS",
     "CallOptions",
     "choices_option",
     "examples_option",
@@ -65,10 +69,13 @@ __all__ = [
 ]
 
 OPTION_NAMES = ("model", "temperature", "max_tokens", "choices", "per_row", "per_row_match",
-                "examples", "batch_size")  # fmt: skip
+                "examples", "batch_size", "method")  # fmt: skip
 
 #: functions whose answer is a decision: only ``model`` applies to them
 DECISIONS = frozenset({"sem_filter", "sem_join", "sem_topk"})
+
+#: how ``sem_topk`` ranks (``method :=``); the first is the default
+RANK_METHODS = ("pointwise", "pairwise", "listwise")
 
 
 @dataclass(frozen=True, slots=True)
@@ -85,6 +92,7 @@ class CallOptions:
     #: (input, output) pairs replacing the default few-shot examples (None: the defaults)
     examples: tuple[tuple[str, str], ...] | None = None
     batch_size: int | None = None  # rows per SEU (None: the connection's batch size)
+    method: str | None = None  # sem_topk's ranking method (None: 'pointwise')
 
     def __post_init__(self) -> None:
         if self.model is not None and not self.model.strip():
@@ -116,6 +124,11 @@ class CallOptions:
             check_examples(self.examples)
         if self.batch_size is not None and self.batch_size < 1:
             raise BindError(f"batch_size := {self.batch_size} must be a whole number >= 1")
+        if self.method is not None and self.method not in RANK_METHODS:
+            raise BindError(
+                f"method := {self.method!r} is not a ranking method; use one of "
+                + ", ".join(repr(m) for m in RANK_METHODS)
+            )
 
     @property
     def model_name(self) -> str | None:
@@ -132,6 +145,7 @@ class CallOptions:
             and (self.per_row is None and self.per_row_match is None)
             and self.examples is None
             and self.batch_size is None
+            and self.method is None
         )
 
     def check_for(self, function: str) -> None:
@@ -172,6 +186,11 @@ class CallOptions:
             )
         if self.examples is not None and function.lower() in DECISIONS:
             check_decision_examples(function, self.examples)
+        if self.method is not None and function.lower() != "sem_topk":
+            raise BindError(
+                f"{function}: method := chooses how sem_topk ranks rows and applies only to it "
+                "(e.g. sem_topk('reviews', 3, '{text} is enthusiastic', method := 'pairwise'))"
+            )
 
     def example_pairs(self, *, decision: bool) -> tuple[tuple[str, str], ...]:
         """The examples, a decision's outputs written yes/no (``true`` -> ``yes``)."""
@@ -199,7 +218,9 @@ class CallOptions:
         choices = None if self.choices is None else list(self.choices)
         rewrite = [self.per_row, self.per_row_match] if self.per_row is not None else []
         examples = [] if self.examples is None else [[list(p) for p in self.examples]]
-        return [self.model_name, self.temperature, self.max_tokens, choices, *rewrite, *examples]
+        method = [] if self.method is None else [["method", self.method]]
+        return [self.model_name, self.temperature, self.max_tokens, choices, *rewrite, *examples,
+                *method]  # fmt: skip
 
     def sql_args(self) -> str:
         """The named arguments as SQL, each after ``, `` (empty when all are default)."""
@@ -225,6 +246,8 @@ class CallOptions:
             ) + "]"  # fmt: skip
         if self.batch_size is not None:
             out += f", batch_size := {self.batch_size}"
+        if self.method is not None:
+            out += f", method := '{self.method}'"
         return out
 
 
@@ -288,6 +311,7 @@ def split_options(call: exp.Func) -> tuple[list[exp.Expression], list[exp.Expres
         per_row_match=_typed(function, "per_row_match", values.get("per_row_match"), str),
         examples=examples_option(function, values.get("examples")),
         batch_size=_whole(function, values.get("batch_size"), name="batch_size"),
+        method=_method(function, values.get("method")),
     )
     options.check_for(function)
     return positional, named, options
@@ -328,6 +352,7 @@ _EXAMPLES = {
     "per_row_match": "'same'",
     "examples": "[{'input': 'Great fun', 'output': 'yes'}]",
     "batch_size": "16",
+    "method": "'pairwise'",
 }
 
 
@@ -351,6 +376,11 @@ def _typed(function: str, name: str, value: object, kind: type) -> str | None:
     if not isinstance(value, kind):
         raise BindError(f"{function}: {name} := takes a string, e.g. {name} := {_EXAMPLES[name]}")
     return str(value)
+
+
+def _method(function: str, value: object) -> str | None:
+    method = _typed(function, "method", value, str)
+    return None if method is None else method.strip().lower()
 
 
 def _number(function: str, value: object) -> float | None:

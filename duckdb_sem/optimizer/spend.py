@@ -69,8 +69,9 @@ def _seconds(value: float) -> str:
 
 
 def format_dollars(value: float) -> str:
-    """``$0.0079``, ``$12.50``: two significant figures under a dollar."""
-    return f"${value:,.2f}" if value >= 1 else f"${value:.2g}"
+    """``$0.0079``, ``$0.50``, ``$12.50``: cents from a dime up, two significant figures
+    under it."""
+    return f"${value:,.2f}" if value >= 0.1 else f"${value:.2g}"
 
 
 def spend_lines(

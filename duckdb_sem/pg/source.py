@@ -4,9 +4,9 @@ DuckDB 2.x has no postgres extension offline and no Python table functions, so r
 routed by rewriting: :meth:`PgSource.rewrite` replaces each ``alias.schema.table`` in a
 statement with a freshly registered Arrow table holding only the rows and columns the statement
 needs (see :mod:`duckdb_sem.pg.pushdown`), read with ``COPY``. The catalog ``alias`` also
-exists in DuckDB (a small database file with one view per table, of the right columns), so
-clients can list and describe the tables; it is attached read-only, and scanning such a view
-without the rewrite raises an error that says so (whatever the filter), never returns no rows.
+exists in DuckDB (:mod:`duckdb_sem.pg.catalog_file`: one view per table, of the right columns),
+so clients can list and describe the tables; :meth:`PgSource.refresh_catalog` attaches it
+again when PostgreSQL's tables changed, before a statement that lists them.
 """
 
 from __future__ import annotations
@@ -15,11 +15,8 @@ import contextlib
 import itertools
 import logging
 import re
-import shutil
-import tempfile
 import threading
 import weakref
-from pathlib import Path
 from typing import Any
 
 import duckdb
@@ -27,12 +24,12 @@ import psycopg
 import sqlglot
 from sqlglot import exp
 
-from duckdb_sem.errors import ConfigError, PlanError
-from duckdb_sem.identifiers import quote_identifier as _ident
+from duckdb_sem.errors import CatalogChangedError, ConfigError, PlanError
 from duckdb_sem.pg.catalog import PgTable, list_tables
+from duckdb_sem.pg.catalog_file import CatalogFile
 from duckdb_sem.pg.pushdown import scan_needs
 from duckdb_sem.pg.reader import connect, read_query
-from duckdb_sem.pg.types import read_as
+from duckdb_sem.session.transaction import transaction_id
 
 __all__ = ["PgSource", "PgTable", "attach_postgres"]
 
@@ -40,8 +37,14 @@ log = logging.getLogger(__name__)
 _scan_ids = itertools.count(1)
 
 
-def _duck_type(pg_type: str) -> str:
-    return read_as(pg_type).duck_type
+#: ``DESCRIBE pg.s.t`` (``SHOW``): the catalog's view answers, nothing is read
+_DESCRIBE_TABLE = re.compile(r'^\s*(?:DESCRIBE|SHOW)\s+(?:"[^"]*"|[\w$.])+\s*;?\s*$', re.I)
+#: words of a statement that may list tables: the catalog is re-read before it
+_LISTING = re.compile(
+    r"\b(?:information_schema|pg_catalog|pg_class|pg_namespace|pg_attribute|pg_tables|pg_views"
+    r"|duckdb_(?:tables|views|columns|schemas|constraints|indexes)|regclass|show|describe)\b",
+    re.IGNORECASE,
+)
 
 
 class PgSource:
@@ -54,6 +57,11 @@ class PgSource:
         self._mention = re.compile(rf"\b{re.escape(alias)}\s*\.", re.IGNORECASE)
         self._lock = threading.Lock()
         self._registered: weakref.WeakKeyDictionary[Any, list[str]] = weakref.WeakKeyDictionary()
+        #: the attached catalog (None until attached) and the connection that re-attaches it
+        self.catalog: CatalogFile | None = None
+        self._catalog_con: duckdb.DuckDBPyConnection | None = None
+        #: per connection, the transaction whose first listing read the catalog
+        self._listed: weakref.WeakKeyDictionary[Any, tuple[int, int]] = weakref.WeakKeyDictionary()
 
     def table(self, schema: str, name: str) -> PgTable | None:
         """The table as the last catalog read saw it."""
@@ -89,8 +97,9 @@ class PgSource:
         """:meth:`rewrite`, and the AST of the SQL it returns when it parsed one (``tree``: the
         AST of ``sql``, when a caller has it), so the statement is not parsed again."""
         self._release(con)
-        if not self._mention.search(sql):
-            return sql, tree
+        self.refresh_catalog(sql, con)  # tables created since the attach: listed
+        if not self._mention.search(sql) or _DESCRIBE_TABLE.match(sql):
+            return sql, tree  # DESCRIBE pg.s.t: the catalog view has the table's columns
         try:
             root = tree if tree is not None else sqlglot.parse_one(sql, dialect="duckdb")
         except sqlglot.errors.ParseError as err:
@@ -150,47 +159,35 @@ class PgSource:
             with contextlib.suppress(duckdb.Error):
                 con.unregister(name)
 
-    def create_catalog(self, con: duckdb.DuckDBPyConnection) -> None:
-        """Attach ``alias``, read-only, with one view per table (scanning one explains why not).
-
-        The views are written to a private file attached ``READ_ONLY``, so the catalog is the
-        same for every connection of the instance and none can add to it.
-        """
-        folder = Path(tempfile.mkdtemp(prefix="duckdb-sem-pg-"))
-        path = folder / f"{self.alias}.duckdb"
-        build = duckdb.connect(str(path))
-        try:
-            for schema in sorted({schema for schema, _ in self.tables}):
-                if schema != "main":
-                    build.execute(f"CREATE SCHEMA IF NOT EXISTS {_ident(schema)}")
-            for table in self.tables.values():
-                build.execute(_view_sql(self.alias, table))
-                # The wire server's catalog lists views with this comment as tables.
-                view = f"{_ident(table.schema)}.{_ident(table.name)}"
-                comment = f"PostgreSQL table {table.schema}.{table.name}".replace("'", "''")
-                build.execute(f"COMMENT ON VIEW {view} IS '{comment}'")
-        finally:
-            build.close()
-        weakref.finalize(self, shutil.rmtree, folder, ignore_errors=True)
-        quoted = str(path).replace("'", "''")
-        con.execute(f"ATTACH '{quoted}' AS {_ident(self.alias)} (READ_ONLY)")
-
-
-def _view_sql(alias: str, table: PgTable) -> str:
-    # Every column and the row itself raise: no filter or projection can make DuckDB skip the
-    # error and return no rows instead.
-    message = (
-        f"{alias}.{table.schema}.{table.name} is a PostgreSQL table: read it through duckdb-sem "
-        f"(the wire server, or sql = source.rewrite(sql, con) from attach_postgres)"
-    ).replace("'", "''")
-    fail = f"error('{message}')"
-    columns = ", ".join(
-        f"{fail}::{_duck_type(c.pg_type)} AS {_ident(c.name)}" for c in table.columns
-    )
-    return (
-        f"CREATE VIEW {_ident(table.schema)}.{_ident(table.name)} AS "
-        f"SELECT {columns} FROM range(1) WHERE {fail} IS NULL"
-    )
+    def refresh_catalog(self, sql: str, con: duckdb.DuckDBPyConnection) -> bool:
+        """Before ``sql`` runs on ``con``: if it may list tables (``information_schema``,
+        ``pg_catalog``, ``SHOW``, ``DESCRIBE``...), read PostgreSQL's tables again and attach
+        the catalog of them when they changed. Inside an explicit transaction the listing
+        stays as its first listing saw it, as in PostgreSQL's snapshot."""
+        if self.catalog is None or not _LISTING.search(sql):
+            return False
+        transaction = transaction_id(con)
+        if transaction is not None:
+            with self._lock:
+                seen = self._listed.get(con)
+            if seen is not None and seen[0] == transaction:
+                if seen[1] != self.catalog.generation:  # DuckDB would refuse the new one
+                    raise CatalogChangedError(
+                        f"the tables of PostgreSQL source {self.alias} changed (another session "
+                        "listed them) after this transaction first listed them: roll back and "
+                        "retry the transaction"
+                    )
+                return False
+        with connect(self.dsn) as conn:
+            tables = list_tables(conn)
+        with self._lock:
+            self.tables = dict(tables)
+        assert self._catalog_con is not None
+        changed = self.catalog.refresh(self._catalog_con, tables)
+        if transaction is not None:
+            with self._lock:
+                self._listed[con] = (transaction, self.catalog.generation)
+        return changed
 
 
 def attach_postgres(con: duckdb.DuckDBPyConnection, dsn: str, *, alias: str = "pg") -> PgSource:
@@ -204,5 +201,6 @@ def attach_postgres(con: duckdb.DuckDBPyConnection, dsn: str, *, alias: str = "p
     with connect(dsn) as conn:
         tables = list_tables(conn)
     source = PgSource(dsn, alias, tables)
-    source.create_catalog(con)
+    source.catalog = CatalogFile.create(con, alias, tables)
+    source._catalog_con = con.cursor()
     return source

@@ -6,7 +6,11 @@ to PostgreSQL and run semantic SQL. Modules, bottom up:
 =================  ============================================================================
 ``messages``       protocol 3.0 framing: read frontend messages, build backend messages
 ``oids``           PostgreSQL type OIDs and names, the epoch of binary dates and timestamps
-``encoders``       result values to PostgreSQL's text and binary formats
+``encoders``       result values of the simple types to PostgreSQL's text and binary formats
+``columns``        an Arrow result column as the values its encoders take (dates as integers)
+``datetimes``      dates, times, timestamps, intervals: infinity, BC, 24:00, IntervalStyle
+``numbers``        reals, doubles and numerics as ``float4out``/``float8out``/``numeric_out``
+``arrays``         arrays (any dimensions) as ``array_out`` and ``array_send`` write them
 ``params``         bound parameters (text or binary, with their OIDs) to Python values
 ``types``          Arrow result types to PostgreSQL OIDs and encoders
 ``auth``           SCRAM-SHA-256 verifiers and the server side of the exchange

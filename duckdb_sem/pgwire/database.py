@@ -178,6 +178,11 @@ class Database:
                     for d in self.options.allowed_directories
                 )
                 con.execute(f"SET allowed_directories = [{listed}]")
+            # each source's catalog file, attached again when PostgreSQL's tables change
+            catalogs = [p for s in self.sources if s.catalog for p in s.catalog.paths]
+            if catalogs:
+                listed = ", ".join("'" + p.replace("'", "''") + "'" for p in catalogs)
+                con.execute(f"SET allowed_paths = [{listed}]")
             # DuckDB lets SQL reach its temp directory even then (COPY TO, ATTACH there).
             con.execute("SET temp_directory = ''")
             con.execute("SET enable_external_access = false")

@@ -116,14 +116,14 @@ class Result:
         if self.copy is not None:
             fmt = self.copy
             texts = [
-                [None if v is None else t.text(v).decode("utf-8") for v in column.to_pylist()]
+                [None if v is None else t.text(v).decode("utf-8") for v in t.values(column)]
                 for column, t in zip(batch.columns, self.types, strict=True)
             ]
             return [copy_data(encode_line(row, fmt)) for row in zip(*texts, strict=True)]
         columns: list[list[bytes | None]] = []
         for i, (column, pg_type) in enumerate(zip(batch.columns, self.types, strict=True)):
             encode = pg_type.binary if self._format(i) == 1 else pg_type.text
-            columns.append([None if v is None else encode(v) for v in column.to_pylist()])
+            columns.append([None if v is None else encode(v) for v in pg_type.values(column)])
         return [data_row(row) for row in zip(*columns, strict=True)]
 
     def tag(self, rows: int | None = None) -> str:

@@ -51,6 +51,9 @@ _BY_MESSAGE: tuple[tuple[str, str], ...] = (
     ("duplicate key", "23505"),
     ("not null constraint", "23502"),
     ("interrupted", "57014"),
+    # a PostgreSQL source's catalog was attached again (its tables changed) after this
+    # transaction listed it: serialization_failure, so the client retries the transaction
+    ("was already used by a different database in this transaction", "40001"),
 )
 
 

@@ -3,7 +3,7 @@
 ``SET TimeZone = 'europe/berlin'`` (or ``SET TIME ZONE``, or a startup ``-c TimeZone=...``)
 names an IANA zone in any case; PostgreSQL keeps the zone's own spelling (``Europe/Berlin``),
 shows it in ``SHOW TimeZone``, reports it to the client (ParameterStatus) and renders
-timestamptz values in it (:func:`~duckdb_sem.pgwire.encoders.text_timestamptz`). The session's
+timestamptz values in it (:func:`~duckdb_sem.pgwire.datetimes.text_timestamptz`). The session's
 DuckDB cursor is switched to the same zone, so it also reads ``'2024-01-01 12:00'::timestamptz``
 and computes ``hour(ts)`` in it. ``LOCAL`` and ``DEFAULT`` are the server's zone (UTC). An
 unknown zone is 22023 with PostgreSQL's message.

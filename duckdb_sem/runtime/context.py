@@ -39,6 +39,9 @@ class QueryStats:
     fused: int = 0  # shared with an identical request of another query in flight
     deduplicated: int = 0  # identical requests within this query, asked once
     null_outputs: int = 0  # unparseable after retries, returned as NULL (a warning each)
+    # sem_topk's pairwise and listwise methods (runtime.ranking): answers that could not be read
+    # as a comparison or a whole permutation, so a fallback order was used
+    rank_fallbacks: int = 0
     seus: int = 0
     # the estimator's samples (a small model's work, not the target's; scheduled and cached)
     estimator_calls: int = 0
@@ -57,6 +60,8 @@ class QueryStats:
     helper_cache_hits: int = 0
     cascade_helper_rows: int = 0  # rows the helper decided, no target call
     cascade_target_rows: int = 0  # rows the target answered (its sample included)
+    #: USD the backends' reported tokens cost at the models' prices (``runtime.money``)
+    cost_usd: float = 0.0
 
     @property
     def prefix_hit_rate(self) -> float:
@@ -153,6 +158,8 @@ class QueryContext:
     run: object | None = None
     # Limits of this query's backend work (``runtime.budget.Budget``); None: none.
     budget: Any = None
+    # The price of each model's client (``runtime.money.Pricing``); None: every model $0.
+    pricing: Callable[[Any], Any] | None = None
     # Cascaded sem_filters' learning state by operator (``runtime.cascade.Cascades``).
     cascades: Any = None
     # Approximate plans considered and not taken, and why (``runtime.approximation.decline``;
@@ -183,7 +190,7 @@ class QueryContext:
         for f in fields(QueryStats):
             if f.name in counts:
                 kwargs[f.name] = (
-                    float(counts[f.name]) if f.name.endswith("_seconds") else int(counts[f.name])
+                    float(counts[f.name]) if isinstance(f.default, float) else int(counts[f.name])
                 )
         return QueryStats(**kwargs)  # type: ignore[arg-type]
 

@@ -2,7 +2,8 @@
 
 Completions (the target model's answers), embeddings, a cascade helper's scores and the
 estimator's samples are all requests of one kind of SEU. :func:`submit` cuts a query's requests
-into SEUs, and before each one checks the query's budget, puts the query's estimated remaining
+into SEUs, and before each one checks the query's budget (calls, tokens, and the SEU's bound
+in USD at its model's price, :mod:`.money`), puts the query's estimated remaining
 cost on it (what SRTF orders by), waits for it as the query (a cancelled query stops waiting and
 drops its queued work), and adds what came back to the query's counters named by the work's
 :class:`Ledger`. Memoisation (which requests to ask at all) stays with each caller, since each
@@ -23,7 +24,9 @@ from dataclasses import dataclass
 from functools import partial
 
 from duckdb_sem.llm.request import Completion, LLMRequest
+from duckdb_sem.optimizer.spend import Price
 from duckdb_sem.runtime.context import Progress, QueryContext
+from duckdb_sem.runtime.money import spent
 from duckdb_sem.runtime.waiting import wait_for
 from duckdb_sem.scheduler.seu import SEU, SchedulerClient, Served, SEUFuture, SEUResult
 
@@ -76,16 +79,21 @@ def submit(
     items = [items[i] for i in order]
     out: list[Answered] = []
     size = max(1, batch_size)
+    price = query.pricing(client) if query.pricing is not None else None
     for start in range(0, len(items), size):
         chunk = items[start : start + size]
-        if ledger.budgeted and query.budget is not None and query.budget.limited:
+        budget = query.budget if ledger.budgeted else None
+        drawn = None
+        if budget is not None and budget.limited:
             counts = query.counts()
-            query.budget.check(
+            drawn = budget.check(
                 query_id=query.query_id,
                 calls_so_far=int(sum(counts.get(name, 0) for name in LLM_CALLS)),
                 tokens_so_far=int(counts.get("physical_prompt_tokens", 0)),
                 pending=chunk,
                 cached=cached or (lambda sigs: set()),
+                cost_so_far=counts.get("cost_usd", 0.0),
+                price=price,
             )
         left = remaining(start) if remaining is not None else 0.0
         if query.remaining_cost is not None:  # the estimator's figure, when planned
@@ -93,10 +101,13 @@ def submit(
         seu = SEU(query.query_id, label, tuple(r for _, r in chunk), left, query.connection)
         send = partial(_send, client, seu, query, label, start, len(items), ledger.progress)
         result = wait_for(client, send, query, waited=ledger.waited)  # not sent if cancelled
+        ran = _Ran()
         for (sig, _), completion, how in zip(chunk, result.completions, result.served,
                                              strict=True):  # fmt: skip
-            _account(query, ledger, completion, how, label)
+            _account(query, ledger, completion, how, label, price, ran)
             out.append((sig, completion, how))
+        if budget is not None:  # the session and quotas keep what it spent, not its bound
+            budget.settle(drawn, calls=ran.calls, tokens=ran.tokens, cost=ran.cost)
         if ledger.progress:  # the target's SEUs: counted and shown (progress bar, top)
             query.add(seus=1)
             query.emit(Progress(query.query_id, label, start + len(chunk), len(items), 1))
@@ -144,11 +155,25 @@ def _watch(future: object, query: QueryContext, label: str, start: int, total: i
     future.add_answer_listener(answered)
 
 
-def _account(
-    query: QueryContext, ledger: Ledger, completion: Completion, how: Served, label: str
-) -> None:
+@dataclass(slots=True)
+class _Ran:
+    """What the backend ran of one SEU: requests, prompt tokens, USD."""
+
+    calls: int = 0
+    tokens: int = 0
+    cost: float = 0.0
+
+
+def _account(query: QueryContext, ledger: Ledger, completion: Completion, how: Served,
+             label: str, price: Price | None, ran: _Ran) -> None:  # fmt: skip
     if how is Served.BACKEND:
         query.add(**{ledger.backend: 1})
+        cost = spent(completion, price)
+        if cost:
+            query.add(cost_usd=cost)
+        ran.calls += 1
+        ran.tokens += completion.prompt_tokens
+        ran.cost += cost
         if ledger.tokens:
             query.add(physical_prompt_tokens=completion.prompt_tokens,
                       physical_completion_tokens=completion.completion_tokens,

@@ -10,7 +10,8 @@ Ranking in ``sem_topk`` is by *score*: one yes/no decision per row ("does this r
 instruction?") whose ``Completion.score`` (the backend's yes-minus-no margin) orders the rows.
 That is n calls, each independent (cached, deduplicated and fused like any ``sem_filter``
 decision), against about n·log2(n) dependent calls for pairwise comparisons. See
-``docs/table_functions.md`` for the trade-off.
+``docs/table_functions.md`` for the trade-off; ``method := 'pairwise'`` and ``'listwise'``
+(:mod:`.ranking`) rank by comparisons instead.
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ from duckdb_sem.llm.request import Completion, OperatorKind
 from duckdb_sem.llm.template import parse_template
 from duckdb_sem.runtime.context import QueryContext
 from duckdb_sem.runtime.operators import SemEngine
+from duckdb_sem.runtime.ranking import rank_rows
 
 __all__ = [
     "LazyArrowSource",
@@ -167,17 +169,29 @@ def topk_batches(
 ) -> Iterator[pa.RecordBatch]:
     """``sem_topk``: the ``k`` rows with the highest decision score, best first.
 
-    Ties keep the input order; rows with a NULL input get no call and rank last.
+    Ties keep the input order; rows with a NULL input get no call and rank last. With
+    ``method := 'pairwise'`` or ``'listwise'`` (:mod:`.ranking`) the order is the comparisons'
+    and ``sem_score`` is NULL: such a ranking gives places, not scores.
     """
+    if options.method not in (None, "pointwise"):
+        order = rank_rows(table, template, columns, k, method=options.method, engine=engine,
+                          query=query(), options=options)  # fmt: skip
+        yield from _ranked(table, order, [None] * len(order))
+        return
     args = [table.column(c).combine_chunks() for c in columns]
     answers = engine.completions(OperatorKind.FILTER, parse_template(template), args,
                                  query=query(), label="sem_topk", options=options)  # fmt: skip
     scores = [_score(a) for a in answers]
     order = sorted(range(len(scores)), key=lambda i: -scores[i])[:k]
+    yield from _ranked(table, order, [None if math.isinf(scores[i]) else scores[i] for i in order])
+
+
+def _ranked(
+    table: pa.Table, order: list[int], scores: list[float | None]
+) -> Iterator[pa.RecordBatch]:
     top = table.take(pa.array(order, type=pa.int64()))
     ranks = pa.array(range(1, len(order) + 1), type=pa.int64())
-    score_col = pa.array([None if math.isinf(scores[i]) else scores[i] for i in order],
-                         type=pa.float64())  # fmt: skip
+    score_col = pa.array(scores, type=pa.float64())
     out = pa.Table.from_arrays([*top.columns, ranks, score_col], schema=topk_schema(table.schema))
     yield from out.to_batches()
 

@@ -28,8 +28,8 @@ from duckdb_sem.config import Settings
 from duckdb_sem.errors import BindError, ConfigError, PlanError, QueryCancelledError, SemError
 from duckdb_sem.runtime.approximation import SETTINGS as APPROXIMATION_SETTINGS
 from duckdb_sem.runtime.approximation import Approximation, approximation_of
+from duckdb_sem.runtime.budget import PER_SESSION, Budget
 from duckdb_sem.runtime.budget import SETTINGS as BUDGET_SETTINGS
-from duckdb_sem.runtime.budget import Budget
 from duckdb_sem.runtime.context import Progress, QueryStats
 from duckdb_sem.runtime.dry_run import DryRun
 from duckdb_sem.runtime.entry import Prepared, options_from_settings, prepare, run_prepared
@@ -108,7 +108,7 @@ class SemConnection:
         self._open: PlannedStream | None = None
         self._raw_pending = False  # an ``execute`` on the UDF path left DuckDB a result
         #: limits of each query's backend work (``runtime.budget``); ``SET duckdb_sem.*`` too
-        self.budget = Budget(settings.max_llm_calls, settings.max_prompt_tokens)
+        self.budget = Budget.from_settings(settings)  # its session count: cursors share it
         #: lossy plans allowed, and their targets (``runtime.approximation``); ``SET`` too
         self.approximation = approximation_of(settings)
         self._sources = SourceRegistry(self)  # caller-scope DataFrames, table functions
@@ -270,7 +270,7 @@ class SemConnection:
                               optimize=self.optimize)  # fmt: skip
         child.runtime = self.runtime
         child.approximation = self.approximation
-        child.budget = self.budget  # a SET duckdb_sem.max_llm_calls holds in the cursor too
+        child.budget = self.budget  # a SET holds in the cursor too; one session count
         return child
 
     def run_to_end(self, query: str) -> None:
@@ -557,6 +557,10 @@ class SemConnection:
         if value is None or value.strip().strip("'").lower() == "default":
             default = getattr(self.settings, name, None)  # RESET, DEFAULT: as connected
             value = None if default is None else str(default)
+            self.budget = self.budget.with_setting(name, value)
+            if name in PER_SESSION and self.budget.session is not None:  # and count again
+                self.budget.session.restart(name.removeprefix("max_").removesuffix("_per_session"))
+            return
         self.budget = self.budget.with_setting(name, value)
 
     def _maybe_setting(self, query: str) -> str | None:

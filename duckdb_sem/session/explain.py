@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import dataclasses
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 from duckdb_sem.backends.base import plain_chat
@@ -39,6 +39,7 @@ from duckdb_sem.runtime.entry import (
     prepare,
     start,
 )
+from duckdb_sem.runtime.money import model_price
 from duckdb_sem.runtime.plan_sql import scan_sql
 from duckdb_sem.runtime.progress import RuntimeOptions
 from duckdb_sem.session.protocol import Session
@@ -73,13 +74,16 @@ def explain_semantic(
     runs; with ``verbose`` the prompts of each operator's first row follow the plan."""
     options = con.runtime_options()
     raw = con.duckdb
-    route = con.route(con.sources.open(sql), None)  # the front end a run goes through
+    statement = con.sources.open(sql)
+    notes = list(statement.notes)  # what its table functions say (a ranking's call bound)
+    route = con.route(statement, None)  # the front end a run goes through
     if route.planned is None:
-        return _unplanned(con, sql, route.sql, route.why, analyze=analyze)
+        return _unplanned(con, sql, route.sql, route.why, analyze=analyze, notes=notes)
     planned = route.planned
     road = "road: planned by the optimizer" + (
         f" ({'; '.join(route.notes)})" if route.notes else ""
     )
+    road = "\n".join([road, *notes])
     if planned.units or route.write is not None or planned.plan is None:
         return _explain_parts(con, route, road, analyze=analyze, verbose=verbose)
     query = con.session.query  # the estimator's samples, if any, are this query's
@@ -136,8 +140,8 @@ def actual_line(con: Session, stats: Any, seconds: float) -> str:
     """What a run did, to read under ``estimate_lines``: the calls (as if nothing were
     cached, as estimated; then how they were served), the prompt and completion tokens asked
     and sent to a backend (and how many of those prompt tokens the backend's KV or prefix
-    cache held), the wall time and, when a price is set, the money the tokens sent
-    cost at the default model's price."""
+    cache held), the wall time and, when a price is set, the money spent (each backend's
+    reported tokens at its model's price, ``QueryStats.cost_usd``)."""
     s = stats
     line = (
         f"actual: calls {s.llm_calls:,} ({s.physical_calls:,} to a backend, {s.cache_hits:,} "
@@ -149,10 +153,8 @@ def actual_line(con: Session, stats: Any, seconds: float) -> str:
         line += (f" ({s.physical_cached_tokens:,} prompt tokens from the backend's prefix cache, "
                  f"{s.prefix_hit_rate:.0%})")  # fmt: skip
     line += f"  wall {seconds:,.2f} s"
-    price = _price(con, None)
-    if price is not None:
-        dollars = price.dollars(s.physical_prompt_tokens, s.physical_completion_tokens)
-        line += f"  money {format_dollars(dollars)}"
+    if s.cost_usd or _price(con, None) is not None:
+        line += f"  money {format_dollars(s.cost_usd)}"
     return line
 
 
@@ -227,18 +229,7 @@ def spend_by_model(con: Session, spend: dict[str | None, Spend]) -> list[str]:
 
 def _price(con: Session, name: str | None) -> Price | None:
     """Model ``name``'s price: its spec's, else the connection's, else None."""
-    own = con.models.price(name)
-    if own is not None:
-        return Price(own.prompt_per_mtok, own.completion_per_mtok,
-                     source=f"price_in/price_out of model {name or 'default'}'s spec")  # fmt: skip
-    settings = con.settings
-    if settings.price_per_mtok_in is None and settings.price_per_mtok_out is None:
-        return None
-    return Price(
-        settings.price_per_mtok_in or 0.0,
-        settings.price_per_mtok_out or 0.0,
-        source="price_per_mtok_in/_out of connect(), or DUCKDB_SEM_PRICE_IN/_OUT",
-    )
+    return model_price(con.models, name, con.settings)
 
 
 def _money_lines(priced: list[tuple[str, Spend, Price | None]]) -> list[str]:
@@ -337,10 +328,14 @@ def _first_request(con: Session, plan: Node, call: SemCall) -> LLMRequest | None
                          labels=call.labels)  # fmt: skip
 
 
-def _unplanned(con: Session, sql: str, bound_sql: str, why: str, *, analyze: bool = False) -> str:
+def _unplanned(
+    con: Session, sql: str, bound_sql: str, why: str, *, analyze: bool = False,
+    notes: Sequence[str] = (),
+) -> str:  # fmt: skip
     """``bound_sql``: the statement as the UDF path runs it; its spend comes from a dry run
-    of ``sql`` (:mod:`duckdb_sem.runtime.dry_run`). With ``analyze`` the statement then runs
-    for real (as in Postgres, a write is done) and what it asked is added."""
+    of ``sql`` (:mod:`duckdb_sem.runtime.dry_run`), then ``notes`` (its table functions'
+    lines). With ``analyze`` the statement then runs for real (as in Postgres, a write is
+    done) and what it asked is added."""
     lines = [
         "not planned by the optimizer: " + why,
         "DuckDB runs it with the sem_* functions where they are written (same engine, "
@@ -353,6 +348,7 @@ def _unplanned(con: Session, sql: str, bound_sql: str, why: str, *, analyze: boo
     else:
         lines += spend_by_model(con, dry.spend)
         lines.append(f"{DRY_RUN_NOTE} ({dry.seconds:.2f} s)")
+    lines += notes
     lines.append("DuckDB plan:")
     rows = con.duckdb.execute("EXPLAIN " + bound_sql).fetchall()
     for _, plan in rows:

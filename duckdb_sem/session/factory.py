@@ -71,7 +71,9 @@ def shared_engine(engine: SemEngine, settings: Settings) -> SemEngine:
 def dry_settings(settings: Settings) -> Settings:
     """``settings`` for a dry run: no cache, no sidecar, no budget."""
     return dataclasses.replace(settings, cache_path=None, scheduler_url=None,
-                               max_llm_calls=None, max_prompt_tokens=None)  # fmt: skip
+                               max_llm_calls=None, max_prompt_tokens=None, max_cost=None,
+                               max_llm_calls_per_session=None, max_cost_per_session=None,
+                               max_prompt_tokens_per_session=None)  # fmt: skip
 
 
 def dry_engine(engine: SemEngine, settings: Settings) -> tuple[SemEngine, dict[str, DryBackend]]:
@@ -94,10 +96,10 @@ def attach(
     con: duckdb.DuckDBPyConnection, engine: SemEngine, settings: Settings | None = None
 ) -> SemSession:
     """Install ``engine``'s ``sem_*`` functions in ``con``; the session that owns them (each
-    query bounded by ``settings``' ``max_llm_calls`` / ``max_prompt_tokens``)."""
+    query bounded by ``settings``' budgets, its queries together by the session ones)."""
     budget = None
     if settings is not None:
-        budget = Budget(settings.max_llm_calls, settings.max_prompt_tokens)
+        budget = Budget.from_settings(settings)
     session = SemSession(con, engine, budget=budget)
     session.install()
     return session

@@ -222,11 +222,14 @@ class SemRelation:
             query += " GROUP BY " + ", ".join(o[1] for o in keys)
         return SemRelation(None, self._owner, sql=query, keep=self._keep)
 
-    def sem_topk(self, template: str, k: int, *, model: str | None = None) -> SemRelation:
-        """The ``k`` rows that best satisfy ``template``, ranked by the model (``sem_rank``)."""
+    def sem_topk(
+        self, template: str, k: int, *, model: str | None = None, method: str | None = None
+    ) -> SemRelation:
+        """The ``k`` rows that best satisfy ``template``, ranked by the model (``sem_rank``);
+        ``method=`` is SQL's ``method :=`` (``'pointwise'``, ``'pairwise'``, ``'listwise'``)."""
         return self._table_function(
             "sem_topk", str(int(k)) if isinstance(k, int) else repr(k), template,
-            self._options("sem_topk", model=model),
+            self._options("sem_topk", model=model, method=method),
         )  # fmt: skip
 
     def sem_extract(

@@ -40,6 +40,7 @@ from duckdb_sem.identifiers import quote_identifier as _q
 from duckdb_sem.runtime import similarity as sim
 from duckdb_sem.runtime import table_sources as ts
 from duckdb_sem.runtime.blocking import embeddings_of
+from duckdb_sem.runtime.ranking import explain_line
 from duckdb_sem.session.protocol import Session
 from duckdb_sem.session.statements import registered
 from duckdb_sem.surface.bind import has_semantic_call, parse_statement
@@ -91,6 +92,8 @@ class Statement:
         #: what it registered, by name (set aside between its planning and its run)
         self.objects: dict[str, object] = {}
         self.aside = False
+        #: lines its table functions add to ``EXPLAIN SEMANTIC`` (a ranking's method and bound)
+        self.notes: list[str] = []
         self._tree: exp.Expr | None = None
 
     def tree(self) -> exp.Expr:
@@ -255,6 +258,8 @@ class SourceRegistry:
         engine = session.engine
         if call.name == "sem_topk":
             assert call.k is not None
+            known = None if has_semantic_call(call.inputs[0]) else inputs[0][1]().num_rows
+            statement.notes.append(explain_line(call.options.method, call.k, known))
             schema = ts.topk_schema(inputs[0][0])
             produce = lambda: ts.topk_batches(  # noqa: E731
                 inputs[0][1](), fields.template, columns, call.k or 1, engine=engine, query=query,

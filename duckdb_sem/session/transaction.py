@@ -28,14 +28,20 @@ from typing import Any
 
 import duckdb
 
-__all__ = ["StatementTransaction", "in_transaction"]
+__all__ = ["StatementTransaction", "in_transaction", "transaction_id"]
+
+
+def transaction_id(con: Any) -> int | None:
+    """The id of the explicit transaction ``con`` (a DuckDB connection) is in, None if none."""
+    # DuckDB's own function: the wire server's sessions have a compat macro of the same name
+    ((first,),) = con.execute("SELECT system.main.txid_current()").fetchall()
+    ((second,),) = con.execute("SELECT system.main.txid_current()").fetchall()
+    return int(second) if first == second else None
 
 
 def in_transaction(con: Any) -> bool:
     """Whether ``con`` (a DuckDB connection) is inside an explicit transaction."""
-    ((first,),) = con.execute("SELECT txid_current()").fetchall()
-    ((second,),) = con.execute("SELECT txid_current()").fetchall()
-    return bool(first == second)
+    return transaction_id(con) is not None
 
 
 class StatementTransaction:

@@ -48,6 +48,7 @@ from duckdb_sem.llm.outputs import TypeSpec, parse_type
 from duckdb_sem.llm.prompts import check_labels
 from duckdb_sem.llm.request import OperatorKind
 from duckdb_sem.runtime.context import QueryContext
+from duckdb_sem.runtime.money import pricing
 from duckdb_sem.runtime.operators import SemEngine
 from duckdb_sem.surface.aliases import ALIASES
 from duckdb_sem.surface.bind import typed_map_function
@@ -103,7 +104,7 @@ class SemSession:
         #: limits of each query's backend work (``runtime.budget.Budget``) when a new query
         #: names none: how ``install(con, max_llm_calls=...)`` bounds the UDF path
         self.budget = budget
-        self.query = QueryContext(budget=budget)
+        self.query = QueryContext(budget=budget, pricing=pricing(engine.models))
         #: a session whose queries are another session's current one (a cursor that reads a
         #: table function's input while the statement runs: same stats, budget, cancellation)
         self.follows: SemSession | None = None
@@ -124,6 +125,7 @@ class SemSession:
             return self.query
         if kwargs.get("budget") is None:
             kwargs["budget"] = self.budget
+        kwargs.setdefault("pricing", pricing(self.engine.models))  # what max_cost counts
         self.query = QueryContext(**kwargs)  # type: ignore[arg-type]
         self.last_error = None
         return self.query

@@ -48,7 +48,7 @@ ANSWERING: dict[str, dict[str, tuple[str, str]]] = {
         "threshold": ("0", "0.5"),
         "top_logprobs": ("20", "5"),
     },
-    "llama": {"n_ctx": ("2048", "1024")},
+    "llama": {"n_ctx": ("2048", "1024"), "layout": ("canonical", "template")},
 }
 NEUTRAL: dict[str, dict[str, tuple[str, str]]] = {
     "test": {"latency_ms": ("0", "1"), "max_batch": ("256", "8")},

@@ -52,7 +52,11 @@ def _calls(text: str) -> float:
     return float(found.group(1).replace(",", ""))
 
 
-@pytest.mark.parametrize("query", [CTE, TOPK], ids=["cte", "table-function"])
+@pytest.mark.parametrize(
+    "query",
+    [CTE, TOPK, TOPK[:-1] + ", method := 'pairwise')", TOPK[:-1] + ", method := 'listwise')"],
+    ids=["cte", "table-function", "topk-pairwise", "topk-listwise"],
+)
 def test_the_dry_run_counts_the_calls_a_cold_run_makes(
     con: duckdb_sem.SemConnection, query: str
 ) -> None:

@@ -13,8 +13,9 @@ shared prefix and the last user message to the row; a request with ``max_tokens=
 ``logprobs`` (or vLLM's ``guided_choice``) is a decision, answered with yes/no top
 log-probabilities; a ``response_format`` JSON schema (structured outputs) sets the answer's
 type, and the answer is JSON of that type (one of the schema's ``enum`` when it has one). With
-a ``rate_limit`` (``--rpm``/``--tpm``) a completion over it is refused as a hosted server does:
-HTTP 429 with ``Retry-After`` (whole seconds), counted in ``rate_limited``. A stdlib
+a ``rate_limit`` (``--rpm``/``--tpm``) a completion or an embeddings request over it is refused
+as a hosted server does: HTTP 429 with ``Retry-After`` (whole seconds), counted in
+``rate_limited`` (one bucket for both, an embeddings request costing its texts' tokens). A stdlib
 ``ThreadingHTTPServer``: one thread per connection, all joining the one simulated engine,
 which batches them.
 """
@@ -30,7 +31,7 @@ import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-from duckdb_sem.backends.rate_limit import RateLimit, RateLimiter, chat_cost
+from duckdb_sem.backends.rate_limit import RateLimit, RateLimiter, chat_cost, embed_cost
 from duckdb_sem.backends.sim.backend import SimBackend
 from duckdb_sem.backends.sim.embeddings import SIM_EMBED_MODEL, hashed_embedding
 from duckdb_sem.backends.sim.oracles import estimate_tokens
@@ -75,9 +76,11 @@ class SimServer:
         self.limiter = (
             None if rate_limit is None or rate_limit.unlimited else RateLimiter(rate_limit)
         )
-        #: completions refused with 429, and completions answered (what a rate-limit test reads)
+        #: requests refused with 429, completions answered and embeddings requests answered
+        #: (what a rate-limit test reads)
         self.rate_limited = 0
         self.answered = 0
+        self.embedded = 0
         self._count_lock = threading.Lock()
         self.model_id = f"SIMULATED-{backend.profile.model}"
         self.started = int(time.time())
@@ -108,14 +111,19 @@ class SimServer:
         self.httpd.shutdown()
         self.httpd.server_close()
 
-    def admit(self, body: dict[str, Any]) -> float:
-        """0 when the rate limit lets this completion through now, else the seconds until it
-        would (the request is then refused with 429)."""
-        wait = 0.0 if self.limiter is None else self.limiter.reserve(chat_cost(body))
+    def admit(self, body: dict[str, Any], *, embeddings: bool = False) -> float:
+        """0 when the rate limit lets this completion (or embeddings request) through now,
+        else the seconds until it would (the request is then refused with 429)."""
+        cost = embed_cost(body) if embeddings else chat_cost(body)
+        wait = 0.0 if self.limiter is None else self.limiter.reserve(cost)
         if wait > 0:
             with self._count_lock:
                 self.rate_limited += 1
         return wait
+
+    def count_embedded(self) -> None:
+        with self._count_lock:
+            self.embedded += 1
 
     def answer(self, body: dict[str, Any], *, chat: bool) -> dict[str, Any]:
         request, logprobs = _to_request(body, chat=chat)
@@ -295,11 +303,7 @@ class _Handler(BaseHTTPRequestHandler):
             message = f"The model `{model}` does not exist; this SIMULATED server serves {self.sim.model_id}"
             self._send(404, {"error": {"message": message, "type": "NotFoundError"}})
             return
-        wait = self.sim.admit(body)
-        if wait > 0:
-            message = f"SIMULATED rate limit ({self.sim.limiter}) reached; retry in {wait:.2f} s"
-            retry = {"Retry-After": str(max(1, math.ceil(wait)))}
-            self._send(429, {"error": {"message": message, "type": "rate_limit"}}, retry)
+        if self._refused(self.sim.admit(body)):
             return
         try:
             payload = self.sim.answer(body, chat=self.path.endswith("chat/completions"))
@@ -314,6 +318,15 @@ class _Handler(BaseHTTPRequestHandler):
             return
         self._send(200, payload)
 
+    def _refused(self, wait: float) -> bool:
+        """Answer 429 with ``Retry-After`` when the rate limit asks to ``wait``."""
+        if wait <= 0:
+            return False
+        message = f"SIMULATED rate limit ({self.sim.limiter}) reached; retry in {wait:.2f} s"
+        retry = {"Retry-After": str(max(1, math.ceil(wait)))}
+        self._send(429, {"error": {"message": message, "type": "rate_limit"}}, retry)
+        return True
+
     def _embeddings(self, body: dict[str, Any]) -> None:
         texts = body.get("input")
         texts = [texts] if isinstance(texts, str) else texts
@@ -321,6 +334,9 @@ class _Handler(BaseHTTPRequestHandler):
             message = "SIMULATED server: 'input' must be a string or a list of strings"
             self._send(400, {"error": {"message": message, "type": "invalid_request"}})
             return
+        if self._refused(self.sim.admit(body, embeddings=True)):
+            return
+        self.sim.count_embedded()
         data = [
             {"object": "embedding", "index": i, "embedding": hashed_embedding(t)}
             for i, t in enumerate(texts)
