@@ -98,6 +98,8 @@ def main() -> None:
     parser.add_argument("--note", default="", help="a line on how the machine was loaded")
     parser.add_argument("--templates", default=",".join(TEMPLATES),
                         help="which templates to run, comma-separated (default: both)")  # fmt: skip
+    parser.add_argument("--runs", default=",".join(label for label, _, _ in RUNS),
+                        help="which runs, comma-separated (default: all three)")  # fmt: skip
     parser.add_argument("--backend", default="llama:",
                         help="the embedded default's spec (llama:?share_cpu=off on a shared "
                         "machine: other processes' CPU turns would count in every wall time)")  # fmt: skip
@@ -110,7 +112,8 @@ def main() -> None:
         f"{args.movies} plots (first 600 characters) = {n_pairs} pairs, no result cache. "
         "evaluated = prompt tokens not reused from the KV cache (calibration rows included); "
         "hit rate = `con.stats().prefix_hit_rate` (the pairs' own prompts); speed-up against "
-        "`no segments` and against `unordered`; same pairs = the same answers as `unordered`.",
+        "`no segments` (else the first run) and against `unordered`; same pairs = the same "
+        "answers as `unordered`.",
         *(["", args.note] if args.note else []),
         "",
         "| template | run | prompt tokens | evaluated | share | hit rate | wall s | speed-up "
@@ -118,6 +121,9 @@ def main() -> None:
         "|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     chosen = [t.strip() for t in args.templates.split(",")]
+    wanted = [r.strip() for r in args.runs.split(",")]
+    if any(r not in {label for label, _, _ in RUNS} for r in wanted):
+        parser.error(f"--runs takes {', '.join(label for label, _, _ in RUNS)}")
     unknown = [t for t in chosen if t not in TEMPLATES]
     if unknown:
         parser.error(f"unknown template {unknown[0]!r}; use {', '.join(TEMPLATES)}")
@@ -125,8 +131,9 @@ def main() -> None:
         template = TEMPLATES[name]
         runs = {label: _run(template, args.movies, args.reviews, segments=segments, order=order,
                             spec=args.backend)
-                for label, segments, order in RUNS}  # fmt: skip
-        base, unordered = runs["no segments"], runs["unordered"]
+                for label, segments, order in RUNS if label in wanted}  # fmt: skip
+        base = runs.get("no segments") or next(iter(runs.values()))
+        unordered = runs.get("unordered") or base
         for label, run in runs.items():
             row = (
                 f"| {name} | {label} | {run['prompted']:,} | {run['evaluated']:,} | "
@@ -142,7 +149,8 @@ def main() -> None:
         lines,
         f"python benchmarks/bench_join_prefix.py --movies {args.movies} --reviews {args.reviews}"
         + (f" --backend '{args.backend}'" if args.backend != "llama:" else "")
-        + (f" --templates '{args.templates}'" if chosen != list(TEMPLATES) else ""),
+        + (f" --templates '{args.templates}'" if chosen != list(TEMPLATES) else "")
+        + (f" --runs '{args.runs}'" if len(wanted) != len(RUNS) else ""),
     )
 
 
