@@ -215,10 +215,10 @@ class LlamaBackend(Backend):
             rows = _content_free_rows(request)
             offset = sum(self._margin(request, row)[0] for row in rows) / len(rows)
             self._remember(key, offset)
-        margin, n_prompt = self._margin(request, request.row)
+        margin, n_prompt, reused = self._margin(request, request.row)
         score = margin - offset
         yes = score > 0
-        return Completion(yes, "yes" if yes else "no", n_prompt, 1, score)
+        return Completion(yes, "yes" if yes else "no", n_prompt, 1, score, cached_tokens=reused)
 
     def messages(self, request: LLMRequest) -> list[dict[str, str]]:
         """Decisions carry the few-shot examples; closed answers and generation do not."""
@@ -232,18 +232,19 @@ class LlamaBackend(Backend):
             return choice_messages(request.prefix, request.row)
         return plain_chat(request)
 
-    def _margin(self, request: LLMRequest, row: str) -> tuple[float, int]:
-        """log P(yes tokens) - log P(no tokens) as the assistant turn starts, and prompt size."""
+    def _margin(self, request: LLMRequest, row: str) -> tuple[float, int, int]:
+        """log P(yes tokens) - log P(no tokens) as the assistant turn starts, the prompt's size
+        and how many of its tokens came from the KV cache."""
         messages = decide_messages(request.prefix, row)
         tokens = fit_prompt(self._model, messages, reserve=1, n_ctx=self.n_ctx)
         shared = self._shared_for(request, row, tokens, examples=True)
         if tokens[: len(shared)] != shared:
             shared = []  # the row was truncated into the prefix: no reuse, still deterministic
-        self._eval_segments(tokens, [len(shared), *self._pair_cut(request, row, tokens)])
+        reused = self._eval_segments(tokens, [len(shared), *self._pair_cut(request, row, tokens)])
         logits = self._last_logits()
         yes = _logsumexp([logits[t] for t in self._model.yes_ids])
         no = _logsumexp([logits[t] for t in self._model.no_ids])
-        return yes - no, len(tokens)
+        return yes - no, len(tokens), reused
 
     def _remember(self, key: tuple[object, ...], value: Any) -> None:
         if len(self._calibration) >= _MAX_CALIBRATIONS:
@@ -269,19 +270,19 @@ class LlamaBackend(Backend):
             probs = [_softmax(self._label_logprobs(request, row)[0]) for row in rows]
             prior = [math.log(sum(p[j] for p in probs) / len(probs)) for j in range(len(labels))]
             self._remember(key, prior)
-        raw, n_prompt = self._label_logprobs(request, request.row)
+        raw, n_prompt, reused = self._label_logprobs(request, request.row)
         calibrated = _softmax([lp - c for lp, c in zip(raw, prior, strict=True)])
         best = max(range(len(labels)), key=lambda j: calibrated[j])
         try:
             value = parse_type(request.output.sql_type).parse(labels[best])
         except OutputParseError as err:  # a label that is not of the type: NULL, said why
-            return Completion(None, labels[best], n_prompt, 1, error=str(err))
+            return Completion(None, labels[best], n_prompt, 1, error=str(err), cached_tokens=reused)
         # The score ranks rows: a scale's expectation (argmax alone ties too often), else the
         # best label's calibrated probability.
         score = calibrated[best]
         if isinstance(value, int | float) and not isinstance(value, bool):
             score = sum(float(lab) * p for lab, p in zip(labels, calibrated, strict=True))
-        return Completion(value, labels[best], n_prompt, 1, score)
+        return Completion(value, labels[best], n_prompt, 1, score, cached_tokens=reused)
 
     def _scale(self, request: LLMRequest) -> Completion:
         """An integer scale from the calibrated decision "upper half?" (see SCALE_QUESTION)."""
@@ -292,19 +293,22 @@ class LlamaBackend(Backend):
         low, high = int(labels[0]), int(labels[-1])
         score = low + (high - low) * p  # ranks rows more finely than the value
         value = parse_type(request.output.sql_type).parse(labels[best])  # '4' or 4
-        return Completion(value, labels[best], decided.prompt_tokens, 1, score)
+        return Completion(value, labels[best], decided.prompt_tokens, 1, score,
+                          cached_tokens=decided.cached_tokens)  # fmt: skip
 
-    def _label_logprobs(self, request: LLMRequest, row: str) -> tuple[list[float], int]:
-        """log P(label) for each label at the start of the assistant turn, and prompt size."""
+    def _label_logprobs(self, request: LLMRequest, row: str) -> tuple[list[float], int, int]:
+        """log P(label) for each label at the start of the assistant turn, prompt size and
+        the prompt tokens taken from the KV cache."""
         messages = choice_messages(request.prefix, row)
         tokens = fit_prompt(self._model, messages, reserve=8, n_ctx=self.n_ctx)
-        self._eval_after_prefix(self._shared_for(request, row, tokens, examples=False), tokens)
+        shared = self._shared_for(request, row, tokens, examples=False)
+        reused = self._eval_after_prefix(shared, tokens)
         spellings = [self._spellings(label) for label in request.output.labels]
         if all(len(s) == 1 for variants in spellings for s in variants):
             logits = self._last_logits()
             first = [_logsumexp([logits[s[0]] for s in variants]) for variants in spellings]
-            return first, len(tokens)
-        return [self._sequence_logprob(tokens, v) for v in spellings], len(tokens)
+            return first, len(tokens), reused
+        return [self._sequence_logprob(tokens, v) for v in spellings], len(tokens), reused
 
     def _spellings(self, label: str) -> list[list[int]]:
         """Token sequences of a label's spellings (as written, lower case, capitalised; each
@@ -358,11 +362,11 @@ class LlamaBackend(Backend):
             self._shared[key] = shared_tokens(self._model, prefix, lead, examples=examples)
         return self._shared[key]
 
-    def _eval_after_prefix(self, shared: list[int], tokens: list[int]) -> None:
+    def _eval_after_prefix(self, shared: list[int], tokens: list[int]) -> int:
         """Evaluate ``tokens``, reusing the KV cache of ``shared`` when it is already there."""
         if tokens[: len(shared)] != shared:
             shared = []  # the row was truncated into the prefix: no reuse, still deterministic
-        self._eval_segments(tokens, [len(shared)])
+        return self._eval_segments(tokens, [len(shared)])
 
     def _pair_cut(self, request: LLMRequest, row: str, tokens: list[int]) -> list[int]:
         """For a pair (a join), the end of its first side's segment in ``tokens``, else none.
@@ -380,9 +384,9 @@ class LlamaBackend(Backend):
         seg = self._last_segment[1]
         return [len(seg)] if tokens[: len(seg)] == seg else []
 
-    def _eval_segments(self, tokens: list[int], cuts: list[int]) -> None:
+    def _eval_segments(self, tokens: list[int], cuts: list[int]) -> int:
         """Evaluate ``tokens`` in segments ending at ``cuts``, reusing the KV cache of every
-        leading segment it already holds.
+        leading segment it already holds; how many tokens it reused.
 
         Segment boundaries are fixed by the template, never by what was evaluated before: the
         prefix is evaluated from position 0, each later segment from the end of the one before.
@@ -403,6 +407,7 @@ class LlamaBackend(Backend):
             llama.eval(tokens[start:end])
         self.tokens_evaluated += len(tokens) - bounds[have]
         self.tokens_prompted += len(tokens)
+        return bounds[have]
 
     # -- generation ----------------------------------------------------------------------
 

@@ -142,6 +142,7 @@ def read_completion(request: LLMRequest, data: Any, *, threshold: float) -> Comp
     choice, usage = data["choices"][0], data.get("usage") or {}
     text = str((choice.get("message") or {}).get("content") or "")
     tokens = (int(usage.get("prompt_tokens", 0)), int(usage.get("completion_tokens", 0)))
+    cached = _cached_tokens(usage)
     if request.output.task is Task.DECIDE:
         try:
             content = (choice.get("logprobs") or {}).get("content") or [{"top_logprobs": []}]
@@ -151,15 +152,24 @@ def read_completion(request: LLMRequest, data: Any, *, threshold: float) -> Comp
         score = decide_from_logprobs(pairs) if pairs else None
         if score is None:
             error = f"no yes/no token among the top log-probabilities (answer {text!r})"
-            return Completion(None, text, *tokens, error=error)
-        return Completion(score > threshold, text, *tokens, score=score)
+            return Completion(None, text, *tokens, error=error, cached_tokens=cached)
+        return Completion(score > threshold, text, *tokens, score=score, cached_tokens=cached)
     cut = choice.get("finish_reason") == "length" and output_schema(request) is not None
     if cut and parse_type(request.output.sql_type).is_json:  # cut off under its schema
         text = close_json(text)
     try:
-        return Completion(parse_answer(request, text), text, *tokens)
+        return Completion(parse_answer(request, text), text, *tokens, cached_tokens=cached)
     except OutputParseError as err:
-        return Completion(None, text, *tokens, error=str(err))
+        return Completion(None, text, *tokens, error=str(err), cached_tokens=cached)
+
+
+def _cached_tokens(usage: dict[str, Any]) -> int:
+    """Prompt tokens the server took from its prefix cache: OpenAI's and vLLM's (with
+    ``--enable-prompt-tokens-details``) ``usage.prompt_tokens_details.cached_tokens``; 0 when
+    the server does not say."""
+    details = usage.get("prompt_tokens_details")
+    cached = details.get("cached_tokens") if isinstance(details, dict) else None
+    return cached if isinstance(cached, int) and cached > 0 else 0
 
 
 def post_once(

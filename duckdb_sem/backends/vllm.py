@@ -17,6 +17,7 @@ their type's JSON schema (:mod:`.vllm_sampling`), so neither is free text.
 
 from __future__ import annotations
 
+import dataclasses
 import importlib
 import itertools
 import logging
@@ -235,6 +236,12 @@ class VLLMBackend(Backend):
             len(out.prompt_token_ids or []),
             len(choice.token_ids),
         )
+        parsed = self._parsed(request, choice, text, prompt_tokens, completion_tokens)
+        cached = int(getattr(out, "num_cached_tokens", None) or 0)  # vLLM's prefix cache hits
+        return dataclasses.replace(parsed, cached_tokens=cached)
+
+    def _parsed(self, request: LLMRequest, choice: Any, text: str, prompt_tokens: int,
+                completion_tokens: int) -> Completion:  # fmt: skip
         if request.output.task is Task.DECIDE:
             first = (choice.logprobs or [{}])[0] if choice.logprobs else {}
             pairs = [(lp.decoded_token or "", float(lp.logprob)) for lp in first.values()]

@@ -240,6 +240,9 @@ class Completion:
     ``value`` is the parsed Python value (``bool`` for decisions, or the value of the requested
     SQL type), ``None`` when the output could not be parsed after all retries; then ``error``
     says why. ``text`` is the raw model output, kept for debugging and the cache.
+    ``cached_tokens``: how many of ``prompt_tokens`` the backend took from its KV or prefix
+    cache instead of evaluating them (a fact of this evaluation, not of the answer: the
+    persistent cache does not keep it).
     """
 
     value: Any
@@ -248,6 +251,7 @@ class Completion:
     completion_tokens: int
     score: float | None = None
     error: str | None = None
+    cached_tokens: int = 0
 
     def to_json(self) -> str:
         return json.dumps(

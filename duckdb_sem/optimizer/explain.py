@@ -10,7 +10,9 @@ Format (one operator per line, children indented under their parent)::
     runner-up plans:
       2. cost 4,400: Project(SemFilter(Join(...)))
 
-With ``analyze`` every operator line also shows what it did: ``actual rows=… calls=… ms=…``.
+With ``analyze`` every operator line also shows what it did: ``actual rows=… calls=… ms=…``,
+and for one that sent prompt tokens to a backend, ``prefix-cached=N/M (X%)``: how many of them
+the backend took from its KV or prefix cache.
 """
 
 from __future__ import annotations
@@ -46,6 +48,9 @@ def render_tree(
             stats += f"  | actual rows={act.rows_out:,}"
             if node.semantic:
                 stats += f" calls={act.calls:,} ms={act.seconds * 1000:,.1f}"
+            if act.sent_tokens:
+                share = act.cached_tokens / act.sent_tokens
+                stats += f" prefix-cached={act.cached_tokens:,}/{act.sent_tokens:,} ({share:.0%})"
         rows.append((prefix + node.label(), stats))
         for i, child in enumerate(node.children):
             last = i == len(node.children) - 1

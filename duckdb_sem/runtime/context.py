@@ -33,6 +33,8 @@ class QueryStats:
     physical_calls: int = 0  # requests the backend ran for this query
     physical_prompt_tokens: int = 0
     physical_completion_tokens: int = 0
+    # of physical_prompt_tokens, those the backend took from its KV or prefix cache
+    physical_cached_tokens: int = 0
     cache_hits: int = 0  # answered from the persistent cache
     fused: int = 0  # shared with an identical request of another query in flight
     deduplicated: int = 0  # identical requests within this query, asked once
@@ -61,8 +63,18 @@ class QueryStats:
     #: USD the backends' reported tokens cost at the models' prices (``runtime.money``)
     cost_usd: float = 0.0
 
+    @property
+    def prefix_hit_rate(self) -> float:
+        """Share of the prompt tokens sent to a backend that it took from its KV or prefix
+        cache (0.0 when nothing was sent, or the backend does not say)."""
+        if not self.physical_prompt_tokens:
+            return 0.0
+        return self.physical_cached_tokens / self.physical_prompt_tokens
+
     def as_dict(self) -> dict[str, float | int | str]:
-        return {f.name: getattr(self, f.name) for f in fields(self)}
+        out: dict[str, float | int | str] = {f.name: getattr(self, f.name) for f in fields(self)}
+        out["prefix_hit_rate"] = self.prefix_hit_rate
+        return out
 
 
 @dataclass(frozen=True, slots=True)

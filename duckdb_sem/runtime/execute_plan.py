@@ -48,6 +48,7 @@ from duckdb_sem.plan.nodes import (
 )
 from duckdb_sem.runtime.blocking import blocked_pairs
 from duckdb_sem.runtime.cascade import run_cascade
+from duckdb_sem.runtime.pair_order import order_pairs_sql, order_pairs_table
 from duckdb_sem.runtime.plan_sql import Path, join_sql, scan_sql, sink_select, split_sink
 
 __all__ = [
@@ -94,15 +95,17 @@ def execute_plan(
     *,
     batch_size: int = 2048,
     actuals: dict[Path, Actual] | None = None,
+    order_pairs: bool = True,
 ) -> pa.Table:
     """Run ``plan`` on ``con`` (a DuckDB connection, or a SemConnection: its ``.duckdb``).
 
     ``actuals``, when given, is filled per operator path (child indices from the root) with
-    what each operator did, for ``EXPLAIN ANALYZE SEMANTIC``.
+    what each operator did, for ``EXPLAIN ANALYZE SEMANTIC``. ``order_pairs``: a semantic
+    join's pairs in the order of its template's first field (:mod:`.pair_order`).
     """
     raw: SqlConnection = getattr(con, "duckdb", con)
     root = plan.root if isinstance(plan, LogicalPlan) else plan
-    run = _Run(raw, engine, query, batch_size, actuals)
+    run = _Run(raw, engine, query, batch_size, actuals, order_pairs=order_pairs)
     try:
         return run.sink(root)
     finally:
@@ -144,8 +147,11 @@ class _Run:
         batch_size: int,
         actuals: dict[Path, Actual] | None,
         overrides: dict[int, str] | None = None,
+        *,
+        order_pairs: bool = True,
     ) -> None:
         self.con = con
+        self.order_pairs = order_pairs
         # id(node) -> SQL that stands for it (the SEU loop's current batch, or its results)
         self.overrides = overrides or {}
         self.engine = engine
@@ -249,7 +255,7 @@ class _Run:
         return self._materialize(batches(), schema)
 
     def _apply(self, op: Node, path: Path, batch: pa.RecordBatch) -> pa.RecordBatch:
-        started = time.perf_counter()
+        started, sent = time.perf_counter(), self._sent()
         rows_in = batch.num_rows
         if isinstance(op, SemFilter):
             if rows_in:
@@ -262,7 +268,7 @@ class _Run:
             )
             batch = batch.append_column(pa.field(op.output, values.type), values)
         self._note(path, op, rows_in=rows_in, rows_out=batch.num_rows, calls=rows_in,
-                   seconds=time.perf_counter() - started)  # fmt: skip
+                   seconds=time.perf_counter() - started, **self._sent(since=sent))  # fmt: skip
         return batch
 
     def _sem_join(self, node: SemJoin, path: Path) -> str:
@@ -270,11 +276,15 @@ class _Run:
         reader: Any
         if node.blocking is not None:  # approximate: only the pairs similar enough
             table = blocked_pairs(self.con, node, left, right, self.engine, self.query)
+            if self.order_pairs:
+                table = order_pairs_table(table, node.call)
             reader = pa.RecordBatchReader.from_batches(
                 table.schema, table.to_batches(max_chunksize=self.batch_size)
             )
         else:
             pairs = join_sql(left, right, node.condition.sql if node.condition else None)
+            if self.order_pairs:
+                pairs = order_pairs_sql(pairs, node.call)
             reader = self.con.sql(pairs).to_arrow_reader(self.batch_size)
 
         def batches() -> Iterator[pa.RecordBatch]:
@@ -285,13 +295,22 @@ class _Run:
         return self._materialize(batches(), reader.schema)
 
     def _join_batch(self, node: SemJoin, path: Path, batch: pa.RecordBatch) -> pa.RecordBatch:
-        started = time.perf_counter()
+        started, sent = time.perf_counter(), self._sent()
         rows_in = batch.num_rows
         if rows_in:
             batch = batch.filter(pc.fill_null(self._decide(node, batch), False))
         self._note(path, node, rows_in=rows_in, rows_out=batch.num_rows, calls=rows_in,
-                   seconds=time.perf_counter() - started)  # fmt: skip
+                   seconds=time.perf_counter() - started, **self._sent(since=sent))  # fmt: skip
         return batch
+
+    def _sent(self, since: dict[str, int] | None = None) -> dict[str, int]:
+        """The query's prompt tokens sent to a backend and those its cache held (``since``:
+        the counts an operator's batch started from: what that batch added)."""
+        counter = getattr(self.query, "counts", None) if self.actuals is not None else None
+        counts = counter() if callable(counter) else {}
+        now = {"sent_tokens": int(counts.get("physical_prompt_tokens", 0)),
+               "cached_tokens": int(counts.get("physical_cached_tokens", 0))}  # fmt: skip
+        return now if since is None else {k: v - since[k] for k, v in now.items()}
 
     def _decide(self, op: SemFilter | SemJoin, batch: pa.RecordBatch) -> pa.Array:
         """The predicate's answers for a batch: the LLM's, or (approximate) a cascade's, whose

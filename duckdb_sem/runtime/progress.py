@@ -77,6 +77,9 @@ class RuntimeOptions:
     # a cascaded sem_filter's helper: auto, estimator, embed or a backend spec (runtime.cascade)
     filter_helper: str = "auto"
     helper_client: SchedulerClient | None = None  # its scheduler, when a backend spec
+    # a semantic join asks its pairs by the template's first field, so pairs sharing that
+    # value share the backend's KV or prefix cache (runtime.pair_order); answers are the same
+    order_pairs: bool = True
 
     def __post_init__(self) -> None:
         if self.mode not in MODES:

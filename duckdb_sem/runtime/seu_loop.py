@@ -327,7 +327,7 @@ class QueryRun:
         return run_region(
             self.con, self.observer, self.query, region=self._regions[plan],
             path=self._paths[plan], project=streamed_projection(self._sinks[plan]), driving_alias=self.driving.alias,
-            batch=batch, actuals=actuals,
+            batch=batch, actuals=actuals, order_pairs=self.options.order_pairs,
         )  # fmt: skip
 
     def _finish(self, kept: list[pa.Table]) -> pa.Table:

@@ -38,10 +38,11 @@ def run_region(
     driving_alias: str,
     batch: pa.Table,
     actuals: dict[Path, Actual] | None,
+    order_pairs: bool = True,
 ) -> pa.Table:
     """``region`` (at ``path`` in its plan) over ``batch`` of the driving scan, with the sink's
     ``project`` applied when the sink streams; otherwise the region's rows, columns in name
-    order."""
+    order. ``order_pairs``: semantic joins ask their pairs by first field (``pair_order``)."""
     scan = next(n for n in region.walk() if isinstance(n, Scan) and n.alias == driving_alias)
     chain = _semantic_chain(region, path, scan)
     columns = _plain_columns(project) if project is not None else []
@@ -50,7 +51,7 @@ def run_region(
     view = f"__sem_seu_{next(_views)}"
     con.register(view, batch)
     run = _Run(con, engine, query, max(batch.num_rows, 1), actuals,
-               {id(scan): f"SELECT * FROM {quote(view)}"})  # fmt: skip
+               {id(scan): f"SELECT * FROM {quote(view)}"}, order_pairs=order_pairs)  # fmt: skip
     try:
         sql = run.rel(region, path)
         if project is not None:

@@ -176,7 +176,8 @@ def _account(query: QueryContext, ledger: Ledger, completion: Completion, how: S
         ran.cost += cost
         if ledger.tokens:
             query.add(physical_prompt_tokens=completion.prompt_tokens,
-                      physical_completion_tokens=completion.completion_tokens)  # fmt: skip
+                      physical_completion_tokens=completion.completion_tokens,
+                      physical_cached_tokens=completion.cached_tokens)  # fmt: skip
     elif how is Served.CACHE:
         query.add(**{ledger.cache: 1})
     elif ledger.fused is not None:

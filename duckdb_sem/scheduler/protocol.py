@@ -122,7 +122,8 @@ def decode_seu(data: bytes) -> SEU:
 
 
 def _completion_to_json(c: Completion) -> list[Any]:
-    return [c.value, c.text, c.prompt_tokens, c.completion_tokens, c.score, c.error]
+    return [c.value, c.text, c.prompt_tokens, c.completion_tokens, c.score, c.error,
+            c.cached_tokens]  # fmt: skip
 
 
 def encode_result(result: SEUResult) -> bytes:
@@ -139,9 +140,10 @@ def decode_result(data: bytes) -> SEUResult:
     body = json.loads(data)
     if "error" in body:
         raise decode_error(body)
+    # a sidecar of a release before cached_tokens sends six fields
     completions = tuple(
-        Completion(value, text, int(pt), int(ct), score, error)
-        for value, text, pt, ct, score, error in body["completions"]
+        Completion(value, text, int(pt), int(ct), score, error, int(cached[0]) if cached else 0)
+        for value, text, pt, ct, score, error, *cached in body["completions"]
     )
     return SEUResult(completions, tuple(Served(s) for s in body["served"]))
 

@@ -139,16 +139,20 @@ def _beside(estimated: list[str], actual: str) -> list[str]:
 def actual_line(con: Session, stats: Any, seconds: float) -> str:
     """What a run did, to read under ``estimate_lines``: the calls (as if nothing were
     cached, as estimated; then how they were served), the prompt and completion tokens asked
-    and sent to a backend, the wall time and, when a price is set, the money spent (each
-    backend's reported tokens at its model's price, ``QueryStats.cost_usd``)."""
+    and sent to a backend (and how many of those prompt tokens the backend's KV or prefix
+    cache held), the wall time and, when a price is set, the money spent (each backend's
+    reported tokens at its model's price, ``QueryStats.cost_usd``)."""
     s = stats
     line = (
         f"actual: calls {s.llm_calls:,} ({s.physical_calls:,} to a backend, {s.cache_hits:,} "
         f"cached, {s.fused:,} fused, {s.deduplicated:,} repeated in the query)  tokens "
         f"{s.prompt_tokens:,} prompt + {s.completion_tokens:,} completion asked, "
-        f"{s.physical_prompt_tokens:,} + {s.physical_completion_tokens:,} sent  "
-        f"wall {seconds:,.2f} s"
+        f"{s.physical_prompt_tokens:,} + {s.physical_completion_tokens:,} sent"
     )
+    if s.physical_prompt_tokens:
+        line += (f" ({s.physical_cached_tokens:,} prompt tokens from the backend's prefix cache, "
+                 f"{s.prefix_hit_rate:.0%})")  # fmt: skip
+    line += f"  wall {seconds:,.2f} s"
     if s.cost_usd or _price(con, None) is not None:
         line += f"  money {format_dollars(s.cost_usd)}"
     return line

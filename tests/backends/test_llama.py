@@ -213,6 +213,10 @@ def test_pairs_sharing_a_first_side_reuse_it_and_score_as_alone(backend: LlamaBa
     evaluated = backend.tokens_evaluated - before[1]
     # each left side once per run of its pairs: a pair after the first evaluates the right only
     assert evaluated < 0.6 * prompted, (evaluated, prompted)
+    # and says so per answer (Completion.cached_tokens): a pair after the first of its left
+    # side took that side from the cache too
+    assert all(0 < c.cached_tokens < c.prompt_tokens for c in grouped)
+    assert grouped[1].cached_tokens > grouped[0].cached_tokens
     # scores depend on the pair alone: interleaved, each pair after another left side, and one
     # at a time after an unrelated row, they score the same
     interleaved = [pairs[i] for i in (0, 3, 1, 4, 2, 5)]

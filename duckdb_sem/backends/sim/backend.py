@@ -18,6 +18,7 @@ Example:
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import logging
 import threading
@@ -179,9 +180,10 @@ class SimBackend(Backend):
             drafts = [self._draft(requests[i], tries) for i in indices]
             seqs = self._run([requests[i] for i in indices], drafts)
             return [
-                Completion(None, "", 0, 0, error="aborted (SIMULATED)") if seq.aborted else draft
+                Completion(None, "", 0, 0, error="aborted (SIMULATED)") if seq.aborted
+                else dataclasses.replace(draft, cached_tokens=seq.cached)  # its prefix cache hit
                 for draft, seq in zip(drafts, seqs, strict=True)
-            ]
+            ]  # fmt: skip
 
         done, failed = answer_with_retries(
             len(requests), attempt, what=f"SIMULATED {self.spec}", policy=self.retry

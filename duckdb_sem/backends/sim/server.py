@@ -183,6 +183,8 @@ class SimServer:
                 "prompt_tokens": completion.prompt_tokens,
                 "completion_tokens": completion.completion_tokens,
                 "total_tokens": completion.prompt_tokens + completion.completion_tokens,
+                # as vLLM with --enable-prompt-tokens-details: the prefix cache's share
+                "prompt_tokens_details": {"cached_tokens": completion.cached_tokens},
             },
         }
 
