@@ -4,12 +4,18 @@ A tiny embedded model answers the same intent differently when it is written as 
 a question, with the field first or last, or quoted (``'The review "{text}" is positive'``
 against ``'Is this review positive? {text}'``: accuracy 0.48 against 0.69 on held-out reviews).
 The backends that score decisions on such a model ask every one-field decision in one fixed
-layout instead: the row's value, labelled, then the template's own words as a yes/no question::
+layout instead: the template's own words as a yes/no question, then the row's value (the layout
+of most of the few-shot examples, :data:`~duckdb_sem.llm.prompts.DECIDE_EXAMPLES`)::
 
-    'The review "{text}" is positive'      ->  'Text: {text}\\nIs the review positive?'
-    '{text} The critic liked the movie.'   ->  'Text: {text}\\nIs it true that the critic liked
-                                                the movie?'
-    'Is this review positive? {text}'      ->  'Text: {text}\\nIs this review positive?'
+    'The review "{text}" is positive'      ->  'Is the review positive? {text}'
+    '{text} The critic liked the movie.'   ->  'Is it true that the critic liked the movie? {text}'
+    'Is this review positive? {text}'      ->  unchanged
+
+Measured on 80 of the bundled reviews with six phrasings of my own (none of the benchmark's) on
+the default gemma-3-270m: accuracy 0.54-0.81 as written (spread 0.28), 0.61-0.66 in this layout
+(spread 0.05). The value first (``'Text: {text}\\nIs ...?'``) scored higher on those rows
+(0.61-0.76) but lost the held-out AUC of a question-first template (0.80 -> 0.65), so the question
+comes first: a template already written that way is asked as written.
 
 The rewrite is explicit and conservative (:func:`canonical_template`): a template keeps its own
 layout when it has more than one field, when its words are not one claim or one question about
@@ -20,7 +26,7 @@ word. Only the words around the value move; none is added but the label, the que
 Example:
     >>> from duckdb_sem.llm.template import parse_template
     >>> canonical_template(parse_template('The review "{text}" is positive')).pieces
-    ('Text: ', '\\nIs the review positive?')
+    ('Is the review positive? ', '')
     >>> canonical_template(parse_template("{a} or {b}")) is None
     True
 """
@@ -33,10 +39,7 @@ import re
 from duckdb_sem.llm.prompts import has_call_examples
 from duckdb_sem.llm.request import LLMRequest, OperatorKind, RowTemplate, Task
 
-__all__ = ["LABEL", "REFERENCE", "canonical_request", "canonical_template", "question_of"]
-
-#: the label written before the row's value in the canonical layout
-LABEL = "Text"
+__all__ = ["REFERENCE", "canonical_request", "canonical_template", "question_of"]
 
 # quotes that may wrap the field in a template: opening -> closing
 _QUOTES = {'"': '"', "'": "'", "\u201c": "\u201d", "\u2018": "\u2019", "\u00ab": "\u00bb", "`": "`"}
@@ -104,7 +107,7 @@ def canonical_template(template: RowTemplate) -> RowTemplate | None:
     question = question_of(words)
     if question is None:
         return None
-    return RowTemplate((f"{LABEL}: ", f"\n{question}"), template.fields)
+    return RowTemplate((f"{question} ", ""), template.fields)
 
 
 def question_of(words: str) -> str | None:
@@ -175,7 +178,7 @@ def canonical_request(request: LLMRequest) -> LLMRequest:
         >>> from duckdb_sem.llm.template import parse_template
         >>> t = parse_template("Is {text} spam?")
         >>> canonical_request(build_request(OperatorKind.FILTER, "Is WIN NOW spam?", template=t)).row
-        'Text: WIN NOW\\nIs the text spam?'
+        'Is the text spam? WIN NOW'
     """
     template = request.template
     if (

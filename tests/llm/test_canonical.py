@@ -29,13 +29,13 @@ CASES = [
 
 
 @pytest.mark.parametrize(("source", "question"), CASES)
-def test_one_field_decisions_become_value_then_question(source: str, question: str) -> None:
+def test_one_field_decisions_become_question_then_value(source: str, question: str) -> None:
     template = parse_template(source)
     canonical = canonical_template(template)
     assert canonical is not None
     assert canonical.fields == template.fields
-    assert canonical.pieces == ("Text: ", f"\n{question}")
-    assert canonical.render(["hello"]) == f"Text: hello\n{question}"
+    assert canonical.pieces == (f"{question} ", "")
+    assert canonical.render(["hello"]) == f"{question} hello"
 
 
 @pytest.mark.parametrize(
@@ -64,4 +64,4 @@ def test_the_same_intent_in_five_layouts_asks_one_question() -> None:
         "Message: {m}\nIs the message friendly?",
     ]
     questions = {canonical_template(parse_template(f)).pieces for f in forms}  # type: ignore[union-attr]
-    assert questions == {("Text: ", "\nIs the message friendly?")}
+    assert questions == {("Is the message friendly? ", "")}
