@@ -4,6 +4,11 @@ A stdlib threading HTTP server (one thread per connection, HTTP/1.1 keep-alive) 
 :class:`~duckdb_sem.scheduler.core.Scheduler`; the wire format is in :mod:`.protocol`. It
 listens on ``HOST:PORT`` or on a unix socket (``unix:/path/to.sock``). Start it with
 ``duckdb-sem serve``; clients connect with :class:`~.sidecar_client.SidecarClient`.
+
+A client that hangs up while its SEU waits (its process died, or it closed the connection) has
+that SEU's query cancelled (:mod:`.hangup`). ``activity`` counts requests in flight, for
+``serve --idle-exit`` (:mod:`.idle`); :meth:`SidecarServer.retire` removes a unix socket so
+that new clients start another sidecar while this one finishes what it has.
 """
 
 from __future__ import annotations
@@ -14,11 +19,16 @@ import os
 import socket
 import socketserver
 import threading
+from concurrent.futures import wait
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 from typing import Any
 
 from duckdb_sem.errors import QueryCancelledError, SemError
 from duckdb_sem.scheduler.core import Scheduler
+from duckdb_sem.scheduler.hangup import HangupWatch
+from duckdb_sem.scheduler.idle import Activity
+from duckdb_sem.scheduler.local_paths import lock_path_of, start_lock
 from duckdb_sem.scheduler.metrics import render_metrics
 from duckdb_sem.scheduler.protocol import decode_seu, encode_error, encode_result
 
@@ -42,7 +52,7 @@ def parse_listen(listen: str) -> tuple[str, int] | str:
 
 class _Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
-    server: Any  # _TCPServer or _UnixServer, both carry .scheduler
+    server: Any  # _TCPServer or _UnixServer, both carry .scheduler, .activity, .hangups
 
     def setup(self) -> None:
         super().setup()
@@ -69,9 +79,22 @@ class _Handler(BaseHTTPRequestHandler):
         return self.rfile.read(length) if length else b""
 
     def do_GET(self) -> None:
+        with self.server.activity.request():
+            self._get()
+
+    def do_POST(self) -> None:
+        with self.server.activity.request():
+            self._post()
+
+    def _get(self) -> None:
         scheduler: Scheduler = self.server.scheduler
         if self.path == "/v1/health":
-            body = {"ok": True, "backend_id": scheduler.backend_id, "policy": scheduler.policy.name}
+            body = {
+                "ok": True,
+                "backend_id": scheduler.backend_id,
+                "policy": scheduler.policy.name,
+                "pid": os.getpid(),
+            }
             self._send(200, json.dumps(body).encode())
         elif self.path == "/v1/status":
             self._send(200, json.dumps(scheduler.status()).encode())
@@ -81,14 +104,19 @@ class _Handler(BaseHTTPRequestHandler):
         else:
             self._send(404, encode_error(SemError(f"no such path {self.path}")))
 
-    def do_POST(self) -> None:
+    def _post(self) -> None:
         scheduler: Scheduler = self.server.scheduler
         try:
             data = self._body()
             if self.path == "/v1/seu":
                 seu = decode_seu(data)
-                result = scheduler.submit(seu).result()
-                self._send(200, encode_result(result))
+                future = scheduler.submit(seu)
+                with self.server.hangups.watching(self.connection, seu.query_id) as peer:
+                    wait([future])
+                if peer.gone:  # the client left: its query is cancelled, nobody to answer
+                    self.close_connection = True
+                    return
+                self._send(200, encode_result(future.result()))
             elif self.path in ("/v1/cancel", "/v1/finish"):
                 query_id = str(json.loads(data)["query_id"])
                 if self.path == "/v1/cancel":
@@ -118,6 +146,8 @@ class _TCPServer(ThreadingHTTPServer):
 
     def __init__(self, address: tuple[str, int], scheduler: Scheduler) -> None:
         self.scheduler = scheduler
+        self.activity = Activity()
+        self.hangups = HangupWatch(scheduler.cancel)
         super().__init__(address, _Handler)
 
 
@@ -127,9 +157,12 @@ class _UnixServer(socketserver.ThreadingMixIn, socketserver.UnixStreamServer):
 
     def __init__(self, path: str, scheduler: Scheduler) -> None:
         self.scheduler = scheduler
+        self.activity = Activity()
+        self.hangups = HangupWatch(scheduler.cancel)
         if os.path.exists(path):
             os.unlink(path)
         super().__init__(path, _Handler)
+        self.inode = os.stat(path).st_ino  # to remove only our own socket, not a successor's
 
 
 class SidecarServer:
@@ -138,7 +171,7 @@ class SidecarServer:
     def __init__(self, scheduler: Scheduler, listen: str = "127.0.0.1:7300") -> None:
         self.scheduler = scheduler
         where = parse_listen(listen)
-        self._server: socketserver.BaseServer
+        self._server: _TCPServer | _UnixServer
         if isinstance(where, str):
             self._server = _UnixServer(where, scheduler)
             self.url = f"unix://{where}"
@@ -147,6 +180,7 @@ class SidecarServer:
             self._server = tcp
             self.url = f"http://{where[0]}:{tcp.server_port}"
         self._thread: threading.Thread | None = None
+        self.activity = self._server.activity
 
     def serve_forever(self) -> None:
         self._server.serve_forever(poll_interval=0.2)
@@ -157,10 +191,31 @@ class SidecarServer:
         self._thread.start()
         return self
 
+    def retire(self) -> bool:
+        """Stop being found: remove a unix socket (if it is still this server's), under the
+        local scheduler's start lock so that no process is starting a sidecar meanwhile.
+        Connections already open are still served. False when a process holds the start lock
+        now (try again later); True for a TCP listener (nothing to remove)."""
+        if not isinstance(self._server, _UnixServer):
+            return True
+        path = self.url.removeprefix("unix://")
+        with start_lock(lock_path_of(Path(path)), wait=False) as held:
+            if held:
+                self._unlink_own()
+            return held
+
+    def _unlink_own(self) -> None:
+        assert isinstance(self._server, _UnixServer)
+        path = self.url.removeprefix("unix://")
+        try:
+            if os.stat(path).st_ino == self._server.inode:
+                os.unlink(path)
+        except FileNotFoundError:
+            pass
+
     def shutdown(self) -> None:
         self._server.shutdown()
         self._server.server_close()
+        self._server.hangups.close()
         if isinstance(self._server, _UnixServer):
-            path = self.url.removeprefix("unix://")
-            if os.path.exists(path):
-                os.unlink(path)
+            self._unlink_own()
