@@ -63,12 +63,12 @@ def _paths(tmp: Path, spec: str) -> LocalPaths:
 
 
 def _client(
-    tmp: Path, spec: str, *, rows: int | str = 30, idle: str = "60"
+    tmp: Path, spec: str, *, rows: int | str = 30, idle: str = "60", batch: int = 64
 ) -> subprocess.Popen[str]:
     """A process running one query per size in ``rows`` ("240,6": two queries)."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("DUCKDB_SEM_")}
     env |= {"TMPDIR": str(tmp), "DUCKDB_SEM_SCHEDULER": "local"}
-    env["DUCKDB_SEM_SCHEDULER_IDLE"] = idle
+    env |= {"DUCKDB_SEM_SCHEDULER_IDLE": idle, "DUCKDB_SEM_BATCH_SIZE": str(batch)}
     return subprocess.Popen(
         [sys.executable, "-c", CLIENT, spec, str(rows)],
         stdout=subprocess.PIPE,
@@ -160,13 +160,14 @@ def test_racing_starts_give_one_server(tmpdir_short: Path) -> None:
 
 def test_a_killed_client_has_its_query_cancelled(tmpdir_short: Path) -> None:
     paths = _paths(tmpdir_short, SLOW)
-    proc = _client(tmpdir_short, SLOW, rows=240)
+    # one SEU of 240 rows: 120 backend batches of 0.3 s, 4 at a time, about 9 s alone
+    proc = _client(tmpdir_short, SLOW, rows=240, batch=240)
     try:
         assert _until(lambda: paths.socket.exists() and _usage(paths)["physical_calls"] > 0, 60)
         proc.kill()
         proc.communicate()
         # its SEU's connection closed: the query is cancelled and the backend work stops
-        assert _until(lambda: _get(paths, "/v1/status")["in_flight_requests"] == 0, 10)
+        assert _until(lambda: _get(paths, "/v1/status")["in_flight_requests"] == 0, 3)
         ran = _usage(paths)["physical_calls"]
         time.sleep(1.0)
         assert _usage(paths)["physical_calls"] == ran < 240
