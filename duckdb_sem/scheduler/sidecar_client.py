@@ -202,8 +202,7 @@ class SidecarClient:
         error = SidecarError(
             f"the scheduler sidecar at {self.url} stopped answering (no health reply in "
             f"{silent:.0f} s; the process may be stopped or hung); {len(stuck)} waiting SEU(s) "
-            "failed; "
-            + self._hint
+            "failed; " + self._hint
         )
         for future in stuck:
             future.set_exception(error)

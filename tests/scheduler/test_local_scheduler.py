@@ -217,4 +217,3 @@ def test_an_idle_server_exits_and_removes_its_socket(tmpdir_short: Path) -> None
     assert not paths.socket.exists()
     log = paths.log.read_text()
     assert "idle for 1 s, exiting" in log
-
