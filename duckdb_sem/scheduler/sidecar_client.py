@@ -15,7 +15,8 @@ background, so ``con.interrupt()`` returns at once even when the sidecar does no
 
 ``on_unreachable`` (the local scheduler's, :mod:`.local`) is called when an SEU cannot even
 connect: it never reached a sidecar, so after the callback has started a new one the SEU is
-sent once more. An SEU whose connection breaks after it was sent fails with SidecarError.
+sent once more (while the callback runs, the watchdog counts no silence: a start loads a
+model). An SEU whose connection breaks after it was sent fails with SidecarError.
 """
 
 from __future__ import annotations
@@ -87,6 +88,7 @@ class SidecarClient:
         self._wake = threading.Event()
         self._closed = False
         self._watchdog: threading.Thread | None = None
+        self._starting = 0  # on_unreachable calls under way (a new sidecar is starting)
         self.server_pid: int | None = None
         health = self.health()
         self.backend_id: str = str(health["backend_id"])
@@ -175,7 +177,7 @@ class SidecarClient:
         last_answer = time.monotonic()
         while not self._closed:
             with self._lock:
-                idle = not self._waiting
+                idle = not self._waiting or self._starting > 0  # a start loads a model: wait
             if idle:
                 self._wake.clear()
                 self._wake.wait(timeout=period)
@@ -235,7 +237,13 @@ class SidecarClient:
         try:
             return send()
         except (httpx.ConnectError, httpx.ConnectTimeout):
-            self._on_unreachable()  # may raise SidecarError: it could not start one
+            with self._lock:
+                self._starting += 1
+            try:
+                self._on_unreachable()  # may raise SidecarError: it could not start one
+            finally:
+                with self._lock:
+                    self._starting -= 1
         return self._connecting(send)
 
     def _post(self, path: str, query_id: str) -> None:

@@ -8,11 +8,13 @@ listens on ``HOST:PORT`` or on a unix socket (``unix:/path/to.sock``). Start it 
 A client that hangs up while its SEU waits (its process died, or it closed the connection) has
 that SEU's query cancelled (:mod:`.hangup`). ``activity`` counts requests in flight, for
 ``serve --idle-exit`` (:mod:`.idle`); :meth:`SidecarServer.retire` removes a unix socket so
-that new clients start another sidecar while this one finishes what it has.
+that new clients start another sidecar while this one finishes what it has; ``shutdown``
+closes the connections still open.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import os
@@ -52,7 +54,7 @@ def parse_listen(listen: str) -> tuple[str, int] | str:
 
 class _Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
-    server: Any  # _TCPServer or _UnixServer, both carry .scheduler, .activity, .hangups
+    server: Any  # _TCPServer or _UnixServer: .scheduler, .activity, .hangups, .connections
 
     def setup(self) -> None:
         super().setup()
@@ -60,6 +62,11 @@ class _Handler(BaseHTTPRequestHandler):
             # small request/answer pairs on keep-alive: without this, Nagle + delayed ACK
             # add ~40 ms to every SEU round trip
             self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        self.server.connections.add(self.connection)
+
+    def finish(self) -> None:
+        self.server.connections.discard(self.connection)
+        super().finish()
 
     def log_message(self, format: str, *args: Any) -> None:
         log.debug("sidecar: " + format, *args)
@@ -139,6 +146,30 @@ class _Handler(BaseHTTPRequestHandler):
 _BACKLOG = 1024
 
 
+class _Connections:
+    """The connections a server is serving, to close them at shutdown: a kept-alive one would
+    otherwise go on being served by its thread after the scheduler closed."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._open: set[socket.socket] = set()
+
+    def add(self, sock: socket.socket) -> None:
+        with self._lock:
+            self._open.add(sock)
+
+    def discard(self, sock: socket.socket) -> None:
+        with self._lock:
+            self._open.discard(sock)
+
+    def close_all(self) -> None:
+        with self._lock:
+            socks, self._open = list(self._open), set()
+        for sock in socks:
+            with contextlib.suppress(OSError):
+                sock.shutdown(socket.SHUT_RDWR)
+
+
 class _TCPServer(ThreadingHTTPServer):
     daemon_threads = True
     allow_reuse_address = True
@@ -148,6 +179,7 @@ class _TCPServer(ThreadingHTTPServer):
         self.scheduler = scheduler
         self.activity = Activity()
         self.hangups = HangupWatch(scheduler.cancel)
+        self.connections = _Connections()
         super().__init__(address, _Handler)
 
 
@@ -159,6 +191,7 @@ class _UnixServer(socketserver.ThreadingMixIn, socketserver.UnixStreamServer):
         self.scheduler = scheduler
         self.activity = Activity()
         self.hangups = HangupWatch(scheduler.cancel)
+        self.connections = _Connections()
         if os.path.exists(path):
             os.unlink(path)
         super().__init__(path, _Handler)
@@ -217,5 +250,6 @@ class SidecarServer:
         self._server.shutdown()
         self._server.server_close()
         self._server.hangups.close()
+        self._server.connections.close_all()
         if isinstance(self._server, _UnixServer):
             self._unlink_own()

@@ -21,7 +21,14 @@ import httpx
 import pytest
 from processes import stop
 
+from duckdb_sem.backends.rules import RuleBackend
+from duckdb_sem.llm.prompts import build_request
+from duckdb_sem.llm.request import OperatorKind
+from duckdb_sem.scheduler.core import Scheduler
 from duckdb_sem.scheduler.local_paths import LocalPaths, local_paths, start_lock
+from duckdb_sem.scheduler.seu import SEU
+from duckdb_sem.scheduler.sidecar_client import SidecarClient
+from duckdb_sem.scheduler.sidecar_server import SidecarServer
 
 pytestmark = pytest.mark.integration
 
@@ -217,3 +224,32 @@ def test_an_idle_server_exits_and_removes_its_socket(tmpdir_short: Path) -> None
     assert not paths.socket.exists()
     log = paths.log.read_text()
     assert "idle for 1 s, exiting" in log
+
+
+# httpcore leaves the socket of a failed unix connect to the garbage collector (its
+# connect_unix_socket does not close it): a ResourceWarning, harmless, raised here as unraisable
+@pytest.mark.filterwarnings("ignore::pytest.PytestUnraisableExceptionWarning")
+def test_an_seu_that_finds_no_sidecar_waits_for_the_new_one_however_long_it_loads(
+    tmpdir_short: Path,
+) -> None:
+    """The restart callback may load a model for longer than the liveness window: the
+    watchdog must not fail the SEU meanwhile, and the SEU is sent to the new sidecar."""
+    listen = f"unix:{tmpdir_short / 's.sock'}"
+    old = SidecarServer(Scheduler([RuleBackend(yes_if=["good"])]), listen).start()
+    servers: list[SidecarServer] = []
+
+    def restart() -> None:
+        time.sleep(1.5)  # five liveness windows of 0.3 s
+        servers.append(SidecarServer(Scheduler([RuleBackend(yes_if=["good"])]), listen).start())
+
+    client = SidecarClient(old.url, liveness_s=0.3, on_unreachable=restart)
+    old.shutdown()
+    try:
+        request = build_request(OperatorKind.FILTER, "a good one")
+        result = client.submit(SEU("q", "f", (request,), 1.0)).result(timeout=20)
+        assert [c.value for c in result.completions] == [True]
+        assert len(servers) == 1 and servers[0].scheduler.usage.physical_calls == 1
+    finally:
+        client.close()
+        for server in servers:
+            server.shutdown()
