@@ -10,9 +10,8 @@ evaluation at a time on the machine, ``backends/cpu_turns.py``) and off
 concurrent / sequential: 1.0 means running them together costs nothing over one after the
 other; the target is <= 1.2. ``--modes`` picks what runs: ``turns`` (CPU turns on), ``off``
 (turns off) and ``shared`` (``DUCKDB_SEM_SCHEDULER=local``: the processes share one local
-sidecar that holds the one model, ``scheduler/local.py``; each run gets a fresh ``TMPDIR``, so
-its first process starts the sidecar, model load included, and the sidecar is stopped after
-the run). Memory, sampled from ``/proc`` every 0.2 s: the peak USS (pages only that process
+sidecar that holds the one model, ``scheduler/local.py``; no sidecar runs before a run, so its
+first process starts one, model load included, and it is stopped after the run). Memory, sampled from ``/proc`` every 0.2 s: the peak USS (pages only that process
 holds) and PSS (its pages, shared ones divided among their sharers) of each client process,
 the sidecar's peak USS, and the peak of the sum of every process's PSS (the machine's memory
 for the run: sidecar included). The model weights are memory-mapped, so they count in every
@@ -30,11 +29,9 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import shutil
 import signal
 import subprocess
 import sys
-import tempfile
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -42,6 +39,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from _results import RESULTS, write_report
+
+from duckdb_sem.scheduler.local_paths import local_paths
 
 ROOT = Path(__file__).resolve().parent.parent
 DATA = ROOT / "duckdb_sem" / "data" / "rt_reviews.csv"
@@ -105,9 +104,9 @@ def _memory_kib(pid: int) -> tuple[int, int]:
     return uss, fields.get("Pss", 0)
 
 
-def _sidecars(tmp: Path | None) -> list[int]:
-    """The local sidecars (``duckdb-sem serve``) whose socket is under ``tmp``."""
-    if tmp is None:
+def _sidecars(socket: Path | None) -> list[int]:
+    """The local sidecars (``duckdb-sem serve``) listening on ``socket``."""
+    if socket is None:
         return []
     pids = []
     for entry in Path("/proc").iterdir():
@@ -115,27 +114,32 @@ def _sidecars(tmp: Path | None) -> list[int]:
             cmdline = (entry / "cmdline").read_bytes().split(b"\0") if entry.name.isdigit() else []
         except OSError:
             continue
-        if b"serve" in cmdline and any(str(tmp).encode() in arg for arg in cmdline):
+        if b"serve" in cmdline and any(str(socket).encode() in arg for arg in cmdline):
             pids.append(int(entry.name))
     return pids
 
 
+def _stop_sidecars(socket: Path) -> None:
+    for pid in _sidecars(socket):
+        os.kill(pid, signal.SIGTERM)
+    deadline = time.monotonic() + 30
+    while _sidecars(socket) and time.monotonic() < deadline:
+        time.sleep(0.1)
+
+
 @contextmanager
-def _local_tmp(shared: bool) -> Iterator[Path | None]:
-    """A fresh short TMPDIR for a shared run (its own sidecar), stopped and removed after."""
+def _local_sidecar(spec: str, shared: bool) -> Iterator[Path | None]:
+    """A shared run's sidecar socket (the user's real one: the sidecar takes CPU turns with
+    every other model process, as in use), with no sidecar before the run and none after."""
     if not shared:
         yield None
         return
-    tmp = Path(tempfile.mkdtemp(prefix="bp", dir="/tmp"))
+    socket = local_paths(spec, None, retry_failures=False).socket
+    _stop_sidecars(socket)
     try:
-        yield tmp
+        yield socket
     finally:
-        for pid in _sidecars(tmp):
-            os.kill(pid, signal.SIGTERM)
-        deadline = time.monotonic() + 30
-        while _sidecars(tmp) and time.monotonic() < deadline:
-            time.sleep(0.1)
-        shutil.rmtree(tmp, ignore_errors=True)
+        _stop_sidecars(socket)
 
 
 def _run(mode: str, workload: str, count: int, together: bool, *, distinct: bool) -> Run:
@@ -151,9 +155,9 @@ def _run(mode: str, workload: str, count: int, together: bool, *, distinct: bool
     client_uss = client_pss = server_uss = total_pss = 0
     wall = 0.0
     batches = [list(range(count))] if together else [[i] for i in range(count)]
-    with _local_tmp(shared) as tmp:
-        if tmp is not None:
-            env |= {"TMPDIR": str(tmp), "DUCKDB_SEM_SCHEDULER": "local"}
+    with _local_sidecar(spec, shared) as socket:
+        if socket is not None:
+            env["DUCKDB_SEM_SCHEDULER"] = "local"
         for batch in batches:
             start = time.perf_counter()
             procs = [
@@ -168,7 +172,7 @@ def _run(mode: str, workload: str, count: int, together: bool, *, distinct: bool
                     uss, pss = _memory_kib(p.pid)
                     client_uss, client_pss = max(client_uss, uss), max(client_pss, pss)
                     total += pss
-                for pid in _sidecars(tmp):
+                for pid in _sidecars(socket):
                     uss, pss = _memory_kib(pid)
                     server_uss = max(server_uss, uss)
                     total += pss
