@@ -152,7 +152,8 @@ def _start(settings: Settings, paths: LocalPaths) -> None:
     cmd = [sys.executable, "-c", _SERVE, "serve", "--backend", settings.backend]
     cmd += ["--listen", f"unix:{paths.socket}", "--policy", settings.policy]
     cmd += ["--idle-exit", f"{settings.scheduler_idle_s:g}"]
-    cmd += ["--cache", str(settings.cache_path) if settings.cache_path is not None else "off"]
+    cache = settings.cache_path
+    cmd += ["--cache", str(cache.expanduser().resolve()) if cache is not None else "off"]
     if settings.aging_rate is not None:
         cmd += ["--aging-rate", str(settings.aging_rate)]
     env = {k: v for k, v in os.environ.items() if k != "DUCKDB_SEM_SCHEDULER"}

@@ -39,7 +39,7 @@ CLIENT = r"""
 import json, sys
 import duckdb_sem
 backend, sizes = sys.argv[1], [int(k) for k in sys.argv[2].split(",")]
-con = duckdb_sem.connect(backend=backend, cache="off")
+con = duckdb_sem.connect(backend=backend)  # the cache: DUCKDB_SEM_CACHE
 con.execute(f"CREATE TABLE t AS SELECT i, 'review ' || i || (CASE WHEN i % 3 = 0 THEN ' good' "
             f"ELSE ' dull' END) AS text FROM range({max(sizes)}) r(i)")
 out = []
@@ -65,17 +65,25 @@ def tmpdir_short() -> Iterator[Path]:
         shutil.rmtree(folder, ignore_errors=True)
 
 
-def _paths(tmp: Path, spec: str) -> LocalPaths:
-    return local_paths(spec, None, retry_failures=False, folder=tmp / f"duckdb-sem-{os.getuid()}")
+def _paths(tmp: Path, spec: str, cache: Path | None = None) -> LocalPaths:
+    folder = tmp / f"duckdb-sem-{os.getuid()}"
+    return local_paths(spec, cache, retry_failures=False, folder=folder)
 
 
 def _client(
-    tmp: Path, spec: str, *, rows: int | str = 30, idle: str = "60", batch: int = 64
+    tmp: Path,
+    spec: str,
+    *,
+    rows: int | str = 30,
+    idle: str = "60",
+    batch: int = 64,
+    cache: Path | None = None,
 ) -> subprocess.Popen[str]:
     """A process running one query per size in ``rows`` ("240,6": two queries)."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("DUCKDB_SEM_")}
     env |= {"TMPDIR": str(tmp), "DUCKDB_SEM_SCHEDULER": "local"}
     env |= {"DUCKDB_SEM_SCHEDULER_IDLE": idle, "DUCKDB_SEM_BATCH_SIZE": str(batch)}
+    env["DUCKDB_SEM_CACHE"] = str(cache) if cache is not None else "off"
     return subprocess.Popen(
         [sys.executable, "-c", CLIENT, spec, str(rows)],
         stdout=subprocess.PIPE,
@@ -149,6 +157,21 @@ def test_two_processes_share_one_server(tmpdir_short: Path) -> None:
     assert usage["virtual_calls"] == 60
     assert usage["physical_calls"] + usage["fused_calls"] + usage["cache_calls"] == 60
     assert 30 <= usage["physical_calls"] <= 60
+
+
+def test_processes_with_one_cache_file_share_its_sidecar_and_its_answers(
+    tmpdir_short: Path,
+) -> None:
+    cache = tmpdir_short / "c.sqlite"
+    assert _answers(_client(tmpdir_short, FAST, rows=9, cache=cache)) == [3]
+    assert _answers(_client(tmpdir_short, FAST, rows=9, cache=cache)) == [3]
+    uncached = _client(tmpdir_short, FAST, rows=9)  # cache off: another sidecar
+    assert _answers(uncached) == [3]
+    assert len(_servers(tmpdir_short)) == 2
+    usage = _usage(_paths(tmpdir_short, FAST, cache))
+    assert usage["physical_calls"] == 9 and usage["cache_calls"] == 9  # the second: all cached
+    assert _usage(_paths(tmpdir_short, FAST))["physical_calls"] == 9
+    assert cache.exists()
 
 
 def test_racing_starts_give_one_server(tmpdir_short: Path) -> None:
