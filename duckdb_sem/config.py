@@ -6,7 +6,10 @@ variable                        default                     meaning
 ``DUCKDB_SEM_BACKEND``          ``llama:``                  backend spec (see docs/backends.md)
 ``DUCKDB_SEM_CACHE``            ``~/.cache/duckdb-sem/      LLM-call cache file; ``off`` disables it
                                 llm_cache.sqlite``
-``DUCKDB_SEM_SCHEDULER``        (in process)                sidecar URL, e.g. ``http://127.0.0.1:7300``
+``DUCKDB_SEM_SCHEDULER``        (in process)                sidecar URL, e.g. ``http://127.0.0.1:7300``,
+                                                            or ``local`` (one per user and backend)
+``DUCKDB_SEM_SCHEDULER_IDLE``   ``300``                     seconds a ``local`` sidecar waits idle
+                                                            before it exits
 ``DUCKDB_SEM_BATCH_SIZE``       ``64``                      rows per SEU (one batch of LLM work)
 ``DUCKDB_SEM_POLICY``           ``srtf``                    in-process scheduling policy
 ``DUCKDB_SEM_RUNTIME``          ``adaptive``                planned queries: adaptive, static, static-best,
@@ -55,6 +58,7 @@ from duckdb_sem.errors import ConfigError
 __all__ = [
     "ENV_PREFIX",
     "ENV_VARS",
+    "LOCAL_SCHEDULER",
     "Settings",
     "check_env",
     "default_cache_path",
@@ -65,10 +69,15 @@ __all__ = [
 
 ENV_PREFIX = "DUCKDB_SEM_"
 
+#: the ``DUCKDB_SEM_SCHEDULER`` value (``scheduler=`` option) that asks for the per-user local
+#: sidecar of the backend (``scheduler/local.py``)
+LOCAL_SCHEDULER = "local"
+
 ENV_VARS = {
     "DUCKDB_SEM_BACKEND": "backend spec (default llama:)",
     "DUCKDB_SEM_CACHE": "LLM-call cache file, or 'off'",
-    "DUCKDB_SEM_SCHEDULER": "sidecar scheduler URL (default: in process)",
+    "DUCKDB_SEM_SCHEDULER": "sidecar scheduler URL, or local (default: in process)",
+    "DUCKDB_SEM_SCHEDULER_IDLE": "seconds a local sidecar waits idle before it exits (default 300)",
     "DUCKDB_SEM_BATCH_SIZE": "rows per SEU (default 64)",
     "DUCKDB_SEM_POLICY": "in-process scheduling policy (default srtf)",
     "DUCKDB_SEM_RUNTIME": "runtime of planned queries (default adaptive)",
@@ -229,7 +238,8 @@ ESTIMATOR_SAMPLE = 8  # DUCKDB_SEM_ESTIMATOR_SAMPLE: rows per operator the estim
 class Settings:
     backend: str = "llama:"
     cache_path: Path | None = None  # None: no persistent cache
-    scheduler_url: str | None = None
+    scheduler_url: str | None = None  # a sidecar URL, or "local" (scheduler/local.py)
+    scheduler_idle_s: float = 300.0  # a local sidecar exits after this long without a request
     batch_size: int = 64
     policy: str = "srtf"
     runtime: str = RUNTIME
@@ -281,6 +291,7 @@ class Settings:
             backend=env.get("DUCKDB_SEM_BACKEND", "llama:") or "llama:",
             cache_path=cache,
             scheduler_url=env.get("DUCKDB_SEM_SCHEDULER") or None,
+            scheduler_idle_s=_float_env("DUCKDB_SEM_SCHEDULER_IDLE", 300.0),
             batch_size=batch,
             policy=env.get("DUCKDB_SEM_POLICY", "srtf") or "srtf",
             runtime=env.get("DUCKDB_SEM_RUNTIME", RUNTIME) or RUNTIME,
@@ -333,6 +344,11 @@ class Settings:
             )
         if self.aging_rate is not None and self.aging_rate < 0:
             raise ConfigError(f"aging rate must be >= 0, got {self.aging_rate}")
+        if not self.scheduler_idle_s > 0:
+            raise ConfigError(
+                f"DUCKDB_SEM_SCHEDULER_IDLE must be a number of seconds > 0, got "
+                f"{self.scheduler_idle_s}; e.g. 300"
+            )
         for name in ("price_per_mtok_in", "price_per_mtok_out"):
             price = getattr(self, name)
             if price is not None and (price < 0 or price != price):

@@ -8,7 +8,8 @@ Example::
 Give ``--backend`` several times for replicas of one model (e.g. two vLLM servers);
 ``--placement`` picks the replica for new work: the least loaded one, or ``prefix-affinity``
 (an instruction stays on the replica whose prefix cache holds it, within a load bound).
-``--listen unix:/path/sem.sock`` serves on a unix socket.
+``--listen unix:/path/sem.sock`` serves on a unix socket. ``--idle-exit SECONDS`` exits after
+that long without a request (``DUCKDB_SEM_SCHEDULER=local`` starts it so).
 """
 
 from __future__ import annotations
@@ -92,6 +93,12 @@ log = logging.getLogger(__name__)
 )
 @click.option("--max-inflight-requests", type=int, default=None, help="Per replica.")
 @click.option("--max-inflight-tokens", type=int, default=None, help="Per replica (estimated).")
+@click.option(
+    "--idle-exit",
+    type=click.FloatRange(min=0, min_open=True),
+    default=None,
+    help="Exit after this many seconds without a request [default: never].",
+)
 def serve(
     backends: tuple[str, ...],
     listen: str,
@@ -103,6 +110,7 @@ def serve(
     max_inflight_dispatches: int | None,
     max_inflight_requests: int | None,
     max_inflight_tokens: int | None,
+    idle_exit: float | None,
 ) -> None:
     """Run the scheduler sidecar: one queue, one cache and fusion for every client."""
     built = [create_backend(spec) for spec in backends]
@@ -137,6 +145,10 @@ def serve(
     signal.signal(signal.SIGTERM, _stop)
     signal.signal(signal.SIGINT, _stop)
     server.start()
+    if idle_exit is not None:
+        threading.Thread(
+            target=_exit_when_idle, args=(server, idle_exit, stop), name="sem-idle", daemon=True
+        ).start()
     described = "; ".join(b.describe() for b in built)
     click.echo(
         f"duckdb-sem scheduler listening on {server.url} (policy {policy}, "
@@ -150,3 +162,20 @@ def serve(
     scheduler.close()
     for backend in built:
         backend.close()
+
+
+#: after retiring its socket, how long a sidecar goes on serving connections already open
+#: (a client that attached just before) before it exits
+_RETIRE_GRACE_S = 2.0
+
+
+def _exit_when_idle(server: SidecarServer, idle_s: float, stop: threading.Event) -> None:
+    """Set ``stop`` once the server has been idle ``idle_s`` and could retire its socket."""
+    while server.activity.wait_idle(idle_s, stop):
+        if not server.retire():  # a process is starting a sidecar: not now
+            stop.wait(1.0)
+            continue
+        server.activity.wait_idle(_RETIRE_GRACE_S, stop)
+        click.echo(f"duckdb-sem scheduler: idle for {idle_s:g} s, exiting", err=True)
+        stop.set()
+        return

@@ -29,7 +29,7 @@ from typing import Any
 
 from duckdb_sem.backends.base import Backend
 from duckdb_sem.backends.registry import SpecPrice, split_price, unknown_name_error
-from duckdb_sem.config import Settings
+from duckdb_sem.config import LOCAL_SCHEDULER, Settings
 from duckdb_sem.errors import ConfigError, UnknownModelError
 from duckdb_sem.scheduler.seu import SchedulerClient
 from duckdb_sem.scheduler.shared import scheduler_for
@@ -56,8 +56,9 @@ def check_model_name(name: str) -> str:
 
 
 def refuse_on_sidecar(settings: Settings, name: str) -> None:
-    """ConfigError when ``settings`` schedule on a sidecar: it serves its one backend."""
-    if settings.scheduler_url:
+    """ConfigError when ``settings`` schedule on a sidecar: it serves its one backend (a
+    ``local`` one is per backend: each named model gets its own)."""
+    if settings.scheduler_url and settings.scheduler_url != LOCAL_SCHEDULER:
         raise ConfigError(
             f"model {name!r}: named models run in this process, but this connection "
             f"schedules on the sidecar {settings.scheduler_url}, which serves its one "

@@ -15,7 +15,9 @@ which is closed with its last connection; the backend object itself is left open
 
 Each connection holds one handle; the scheduler, and the backend built for it, are closed when
 the last handle closes, and at exit (:func:`close_all`). With a sidecar URL the handle wraps
-the sidecar client of that URL instead, counted the same way.
+the sidecar client of that URL instead, counted the same way; with ``local``, the client of the
+per-user sidecar of the spec and cache (:mod:`.local`). A ``Backend`` object cannot travel to
+another process, so with ``local`` it is scheduled in process.
 """
 
 from __future__ import annotations
@@ -33,7 +35,7 @@ from typing import Any
 from duckdb_sem.backends.base import Backend
 from duckdb_sem.backends.registry import create_backend
 from duckdb_sem.cache.store import LLMCache
-from duckdb_sem.config import Settings
+from duckdb_sem.config import LOCAL_SCHEDULER, Settings
 from duckdb_sem.scheduler.core import Scheduler
 from duckdb_sem.scheduler.seu import SEU, SchedulerClient, SEUResult
 
@@ -116,7 +118,11 @@ class SharedScheduler:
 
 def scheduler_for(settings: Settings, backend: Backend | None = None) -> SharedScheduler:
     """A handle on the scheduler for these settings (a sidecar client when a URL is set)."""
-    if settings.scheduler_url:
+    if settings.scheduler_url == LOCAL_SCHEDULER and backend is None:
+        key = ("local", settings.backend, settings.cache_path, settings.retry_failures)
+        entry = _entry_for(key, lambda: _local(settings))
+        return _handle(entry, None, settings)
+    if settings.scheduler_url and settings.scheduler_url != LOCAL_SCHEDULER:
         entry = _entry_for(("sidecar", settings.scheduler_url), lambda: _sidecar(settings))
         return _handle(entry, None, settings)
     cache = open_cache(settings.cache_path, retry_failures=settings.retry_failures)
@@ -151,6 +157,12 @@ def _sidecar(settings: Settings) -> tuple[SchedulerClient, list[Backend]]:
     # Imported lazily: in-process users never load httpx.
     module = importlib.import_module("duckdb_sem.scheduler.sidecar_client")
     client: SchedulerClient = module.SidecarClient(settings.scheduler_url)
+    return client, []
+
+
+def _local(settings: Settings) -> tuple[SchedulerClient, list[Backend]]:
+    module = importlib.import_module("duckdb_sem.scheduler.local")
+    client: SchedulerClient = module.LocalScheduler(settings)
     return client, []
 
 

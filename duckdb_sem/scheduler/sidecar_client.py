@@ -12,6 +12,11 @@ not) every ``liveness_s / 3`` seconds. A sidecar that answers none of them for `
 (default :data:`LIVENESS_S`, 6 s; a stopped, hung or unplugged process) fails every waiting SEU
 with a :class:`~duckdb_sem.errors.SidecarError` that says so. ``cancel`` is sent in the
 background, so ``con.interrupt()`` returns at once even when the sidecar does not answer.
+
+``on_unreachable`` (the local scheduler's, :mod:`.local`) is called when an SEU cannot even
+connect: it never reached a sidecar, so after the callback has started a new one the SEU is
+sent once more (while the callback runs, the watchdog counts no silence: a start loads a
+model). An SEU whose connection breaks after it was sent fails with SidecarError.
 """
 
 from __future__ import annotations
@@ -55,9 +60,13 @@ class SidecarClient:
         connect_timeout: float = 5.0,
         workers: int = 64,
         liveness_s: float = LIVENESS_S,
+        hint: str = _HINT,
+        on_unreachable: Callable[[], None] | None = None,
     ) -> None:
         self.url = url
         self.liveness_s = liveness_s
+        self._hint = hint
+        self._on_unreachable = on_unreachable
         transport: httpx.HTTPTransport | None = None
         base = url.rstrip("/")
         if url.startswith("unix:"):
@@ -79,7 +88,9 @@ class SidecarClient:
         self._wake = threading.Event()
         self._closed = False
         self._watchdog: threading.Thread | None = None
-        health = self._get("/v1/health")
+        self._starting = 0  # on_unreachable calls under way (a new sidecar is starting)
+        self.server_pid: int | None = None
+        health = self.health()
         self.backend_id: str = str(health["backend_id"])
         self.policy: str = str(health.get("policy", ""))
 
@@ -106,10 +117,17 @@ class SidecarClient:
         except httpx.HTTPError as err:
             raise SidecarError(
                 f"cannot reach the scheduler sidecar at {self.url} ({type(err).__name__}: {err}); "
-                + _HINT
+                + self._hint
             ) from None
         data: dict[str, object] = response.json()
         return data
+
+    def health(self) -> dict[str, object]:
+        """``/v1/health``; remembers the sidecar's process id (``server_pid``)."""
+        health = self._get("/v1/health")
+        pid = health.get("pid")
+        self.server_pid = pid if isinstance(pid, int) else None
+        return health
 
     def status(self) -> dict[str, object]:
         return self._get("/v1/status")
@@ -159,7 +177,7 @@ class SidecarClient:
         last_answer = time.monotonic()
         while not self._closed:
             with self._lock:
-                idle = not self._waiting
+                idle = not self._waiting or self._starting > 0  # a start loads a model: wait
             if idle:
                 self._wake.clear()
                 self._wake.wait(timeout=period)
@@ -186,8 +204,7 @@ class SidecarClient:
         error = SidecarError(
             f"the scheduler sidecar at {self.url} stopped answering (no health reply in "
             f"{silent:.0f} s; the process may be stopped or hung); {len(stuck)} waiting SEU(s) "
-            "failed. Restart it (duckdb-sem serve), or unset DUCKDB_SEM_SCHEDULER to schedule "
-            "in process"
+            "failed; " + self._hint
         )
         for future in stuck:
             future.set_exception(error)
@@ -200,7 +217,7 @@ class SidecarClient:
 
         try:
             try:
-                response = self._connecting(send)
+                response = self._first_send(send)
             except (httpx.ReadError, httpx.RemoteProtocolError):
                 # A kept-alive connection the sidecar reset before answering (seen under load:
                 # ECONNRESET on a reused socket). Sending the SEU again is safe: identical work
@@ -209,9 +226,25 @@ class SidecarClient:
         except httpx.HTTPError as err:
             raise SidecarError(
                 f"the scheduler sidecar at {self.url} did not answer an SEU "
-                f"({type(err).__name__}: {err}); it may have died mid-query; " + _HINT
+                f"({type(err).__name__}: {err}); it may have died mid-query; " + self._hint
             ) from None
         return decode_result(response.content)
+
+    def _first_send(self, send: Callable[[], httpx.Response]) -> httpx.Response:
+        """Send; a connect that fails goes to ``on_unreachable`` (if any), then once more."""
+        if self._on_unreachable is None:
+            return self._connecting(send)
+        try:
+            return send()
+        except (httpx.ConnectError, httpx.ConnectTimeout):
+            with self._lock:
+                self._starting += 1
+            try:
+                self._on_unreachable()  # may raise SidecarError: it could not start one
+            finally:
+                with self._lock:
+                    self._starting -= 1
+        return self._connecting(send)
 
     def _post(self, path: str, query_id: str) -> None:
         try:

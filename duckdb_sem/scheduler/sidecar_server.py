@@ -4,21 +4,33 @@ A stdlib threading HTTP server (one thread per connection, HTTP/1.1 keep-alive) 
 :class:`~duckdb_sem.scheduler.core.Scheduler`; the wire format is in :mod:`.protocol`. It
 listens on ``HOST:PORT`` or on a unix socket (``unix:/path/to.sock``). Start it with
 ``duckdb-sem serve``; clients connect with :class:`~.sidecar_client.SidecarClient`.
+
+A client that hangs up while its SEU waits (its process died, or it closed the connection) has
+that SEU's query cancelled (:mod:`.hangup`). ``activity`` counts requests in flight, for
+``serve --idle-exit`` (:mod:`.idle`); :meth:`SidecarServer.retire` removes a unix socket so
+that new clients start another sidecar while this one finishes what it has; ``shutdown``
+closes the connections still open.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import os
 import socket
 import socketserver
 import threading
+from concurrent.futures import wait
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 from typing import Any
 
 from duckdb_sem.errors import QueryCancelledError, SemError
 from duckdb_sem.scheduler.core import Scheduler
+from duckdb_sem.scheduler.hangup import HangupWatch
+from duckdb_sem.scheduler.idle import Activity
+from duckdb_sem.scheduler.local_paths import lock_path_of, start_lock
 from duckdb_sem.scheduler.metrics import render_metrics
 from duckdb_sem.scheduler.protocol import decode_seu, encode_error, encode_result
 
@@ -42,7 +54,7 @@ def parse_listen(listen: str) -> tuple[str, int] | str:
 
 class _Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
-    server: Any  # _TCPServer or _UnixServer, both carry .scheduler
+    server: Any  # _TCPServer or _UnixServer: .scheduler, .activity, .hangups, .connections
 
     def setup(self) -> None:
         super().setup()
@@ -50,6 +62,11 @@ class _Handler(BaseHTTPRequestHandler):
             # small request/answer pairs on keep-alive: without this, Nagle + delayed ACK
             # add ~40 ms to every SEU round trip
             self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        self.server.connections.add(self.connection)
+
+    def finish(self) -> None:
+        self.server.connections.discard(self.connection)
+        super().finish()
 
     def log_message(self, format: str, *args: Any) -> None:
         log.debug("sidecar: " + format, *args)
@@ -69,9 +86,22 @@ class _Handler(BaseHTTPRequestHandler):
         return self.rfile.read(length) if length else b""
 
     def do_GET(self) -> None:
+        with self.server.activity.request():
+            self._get()
+
+    def do_POST(self) -> None:
+        with self.server.activity.request():
+            self._post()
+
+    def _get(self) -> None:
         scheduler: Scheduler = self.server.scheduler
         if self.path == "/v1/health":
-            body = {"ok": True, "backend_id": scheduler.backend_id, "policy": scheduler.policy.name}
+            body = {
+                "ok": True,
+                "backend_id": scheduler.backend_id,
+                "policy": scheduler.policy.name,
+                "pid": os.getpid(),
+            }
             self._send(200, json.dumps(body).encode())
         elif self.path == "/v1/status":
             self._send(200, json.dumps(scheduler.status()).encode())
@@ -81,14 +111,19 @@ class _Handler(BaseHTTPRequestHandler):
         else:
             self._send(404, encode_error(SemError(f"no such path {self.path}")))
 
-    def do_POST(self) -> None:
+    def _post(self) -> None:
         scheduler: Scheduler = self.server.scheduler
         try:
             data = self._body()
             if self.path == "/v1/seu":
                 seu = decode_seu(data)
-                result = scheduler.submit(seu).result()
-                self._send(200, encode_result(result))
+                future = scheduler.submit(seu)
+                with self.server.hangups.watching(self.connection, seu.query_id) as peer:
+                    wait([future])
+                if peer.gone:  # the client left: its query is cancelled, nobody to answer
+                    self.close_connection = True
+                    return
+                self._send(200, encode_result(future.result()))
             elif self.path in ("/v1/cancel", "/v1/finish"):
                 query_id = str(json.loads(data)["query_id"])
                 if self.path == "/v1/cancel":
@@ -111,6 +146,30 @@ class _Handler(BaseHTTPRequestHandler):
 _BACKLOG = 1024
 
 
+class _Connections:
+    """The connections a server is serving, to close them at shutdown: a kept-alive one would
+    otherwise go on being served by its thread after the scheduler closed."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._open: set[socket.socket] = set()
+
+    def add(self, sock: socket.socket) -> None:
+        with self._lock:
+            self._open.add(sock)
+
+    def discard(self, sock: socket.socket) -> None:
+        with self._lock:
+            self._open.discard(sock)
+
+    def close_all(self) -> None:
+        with self._lock:
+            socks, self._open = list(self._open), set()
+        for sock in socks:
+            with contextlib.suppress(OSError):
+                sock.shutdown(socket.SHUT_RDWR)
+
+
 class _TCPServer(ThreadingHTTPServer):
     daemon_threads = True
     allow_reuse_address = True
@@ -118,6 +177,9 @@ class _TCPServer(ThreadingHTTPServer):
 
     def __init__(self, address: tuple[str, int], scheduler: Scheduler) -> None:
         self.scheduler = scheduler
+        self.activity = Activity()
+        self.hangups = HangupWatch(scheduler.cancel)
+        self.connections = _Connections()
         super().__init__(address, _Handler)
 
 
@@ -127,9 +189,13 @@ class _UnixServer(socketserver.ThreadingMixIn, socketserver.UnixStreamServer):
 
     def __init__(self, path: str, scheduler: Scheduler) -> None:
         self.scheduler = scheduler
+        self.activity = Activity()
+        self.hangups = HangupWatch(scheduler.cancel)
+        self.connections = _Connections()
         if os.path.exists(path):
             os.unlink(path)
         super().__init__(path, _Handler)
+        self.inode = os.stat(path).st_ino  # to remove only our own socket, not a successor's
 
 
 class SidecarServer:
@@ -138,7 +204,7 @@ class SidecarServer:
     def __init__(self, scheduler: Scheduler, listen: str = "127.0.0.1:7300") -> None:
         self.scheduler = scheduler
         where = parse_listen(listen)
-        self._server: socketserver.BaseServer
+        self._server: _TCPServer | _UnixServer
         if isinstance(where, str):
             self._server = _UnixServer(where, scheduler)
             self.url = f"unix://{where}"
@@ -147,6 +213,7 @@ class SidecarServer:
             self._server = tcp
             self.url = f"http://{where[0]}:{tcp.server_port}"
         self._thread: threading.Thread | None = None
+        self.activity = self._server.activity
 
     def serve_forever(self) -> None:
         self._server.serve_forever(poll_interval=0.2)
@@ -157,10 +224,36 @@ class SidecarServer:
         self._thread.start()
         return self
 
+    def retire(self) -> bool:
+        """Stop being found: remove a unix socket (if it is still this server's), under the
+        local scheduler's start lock so that no process is starting a sidecar meanwhile.
+        Connections already open are still served. False when a process holds the start lock
+        now (try again later); True for a TCP listener (nothing to remove)."""
+        if not isinstance(self._server, _UnixServer):
+            return True
+        path = self.url.removeprefix("unix://")
+        try:
+            with start_lock(lock_path_of(Path(path)), wait=False) as held:
+                if held:
+                    self._unlink_own()
+                return held
+        except OSError:  # no lock file can be made beside it: no local scheduler to order
+            self._unlink_own()
+            return True
+
+    def _unlink_own(self) -> None:
+        assert isinstance(self._server, _UnixServer)
+        path = self.url.removeprefix("unix://")
+        try:
+            if os.stat(path).st_ino == self._server.inode:
+                os.unlink(path)
+        except FileNotFoundError:
+            pass
+
     def shutdown(self) -> None:
         self._server.shutdown()
         self._server.server_close()
+        self._server.hangups.close()
+        self._server.connections.close_all()
         if isinstance(self._server, _UnixServer):
-            path = self.url.removeprefix("unix://")
-            if os.path.exists(path):
-                os.unlink(path)
+            self._unlink_own()
