@@ -6,6 +6,7 @@ the sidecar it starts is its own; teardown stops whatever sidecar is left.
 
 from __future__ import annotations
 
+import gc
 import json
 import os
 import shutil
@@ -14,6 +15,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import warnings
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -31,6 +33,18 @@ from duckdb_sem.scheduler.sidecar_client import SidecarClient
 from duckdb_sem.scheduler.sidecar_server import SidecarServer
 
 pytestmark = pytest.mark.integration
+
+
+@pytest.fixture(autouse=True)
+def _collect_leaked_sockets() -> Iterator[None]:
+    """httpcore leaves the socket of a failed unix connect to the garbage collector: collect it
+    after each test here, its ResourceWarning ignored. Left to a later collection it failed the
+    setup of a test in another file (``filterwarnings = error``)."""
+    yield
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ResourceWarning)
+        gc.collect()
+
 
 SLOW = "test:?yes_if=good&latency_ms=300&max_batch=2"
 FAST = "test:?yes_if=good"

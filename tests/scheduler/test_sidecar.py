@@ -78,8 +78,8 @@ def test_unix_socket_listener(tmp_path: Path) -> None:
     scheduler = Scheduler([RuleBackend(yes_if=["good"])])
     server = SidecarServer(scheduler, f"unix:{tmp_path / 'sem.sock'}").start()
     try:
-        con = duckdb_sem.connect(backend="test:", cache="off", scheduler=server.url)
-        assert con.sql("SELECT sem_filter('{0}', 'so good')").fetchall() == [(True,)]
+        with duckdb_sem.connect(backend="test:", cache="off", scheduler=server.url) as con:
+            assert con.sql("SELECT sem_filter('{0}', 'so good')").fetchall() == [(True,)]
     finally:
         server.shutdown()
 
