@@ -34,6 +34,7 @@ Example:
 from __future__ import annotations
 
 import dataclasses
+import functools
 import re
 
 from duckdb_sem.llm.prompts import has_call_examples
@@ -85,9 +86,10 @@ _INVERT = re.compile(
 )
 
 
+@functools.lru_cache(maxsize=256)
 def canonical_template(template: RowTemplate) -> RowTemplate | None:
     """``template`` in the canonical layout, or None where it keeps its own (see the module
-    docstring)."""
+    docstring). Cached: every row of a query asks it of the same template."""
     if len(template.fields) != 1:
         return None
     before, after = template.pieces
