@@ -27,7 +27,7 @@ def test_readme_mentions_no_unknown_environment_variable() -> None:
 
 def test_ci_runs_the_readme_test_command() -> None:
     ci = (ROOT / ".ci" / "run").read_text()
-    assert "pip install -e '.[dev]'" in README and "pip install -e '.[dev]'" in ci
+    assert "scripts/install dev" in README and "\nscripts/install dev" in ci
     assert "scripts/check" in README and "\nscripts/check" in ci
 
 

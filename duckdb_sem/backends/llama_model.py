@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from duckdb_sem.backends.llama_probe import check_llama_build
 from duckdb_sem.errors import BackendUnavailableError
 
 __all__ = [
@@ -143,6 +144,7 @@ def _open(path: Path, n_ctx: int, threads: int) -> LoadedModel:
             "the 'llama:' backend needs llama.cpp bindings: pip install llama-cpp-python==0.3.36"
         ) from None
     _route_llama_logs()
+    check_llama_build(path)  # a build that crashes on this CPU: an error, not a dead process
     try:
         llama = Llama(
             model_path=str(path),
