@@ -156,8 +156,8 @@ def _run(mode: str, workload: str, count: int, together: bool, *, distinct: bool
     wall = 0.0
     batches = [list(range(count))] if together else [[i] for i in range(count)]
     with _local_sidecar(spec, shared) as socket:
-        if socket is not None:
-            env["DUCKDB_SEM_SCHEDULER"] = "local"
+        # turns and off keep each process's own model (the embedded default is the local sidecar)
+        env["DUCKDB_SEM_SCHEDULER"] = "local" if socket is not None else "inprocess"
         for batch in batches:
             start = time.perf_counter()
             procs = [

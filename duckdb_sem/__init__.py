@@ -7,7 +7,8 @@ Two ways in:
 - ``duckdb_sem.install(con)``: the ``sem_*`` functions in any existing DuckDB connection, in the
   explicit form ``sem_filter('... {0} ...', col)``.
 
-Both send every LLM call through one scheduler per process (or the sidecar), with a persistent
+Both send every LLM call through one scheduler per process (or a sidecar: for the embedded
+``llama:``, by default, the user's local one, so processes share one model), with a persistent
 cache.
 """
 
@@ -120,7 +121,8 @@ def install(
     (explicit form) in ``con``.
 
     ``backend`` is a spec string (default ``DUCKDB_SEM_BACKEND`` or ``llama:``) or a Backend;
-    ``cache`` a file path or ``'off'``; ``scheduler`` a sidecar URL; ``models`` named models
+    ``cache`` a file path or ``'off'``; ``scheduler`` ``'local'`` (the per-user sidecar of the
+    backend: the default for ``llama:``), ``'inprocess'`` or a sidecar URL; ``models`` named models
     (name -> spec string or Backend, over ``DUCKDB_SEM_MODELS``) that a call picks with
     ``model := 'name'``; ``embed_backend`` the embedding model's spec (default
     ``DUCKDB_SEM_EMBED_BACKEND`` or ``minilm:``, loaded on first use: ``sem_sim_join``,

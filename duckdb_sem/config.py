@@ -6,8 +6,9 @@ variable                        default                     meaning
 ``DUCKDB_SEM_BACKEND``          ``llama:``                  backend spec (see docs/backends.md)
 ``DUCKDB_SEM_CACHE``            ``~/.cache/duckdb-sem/      LLM-call cache file; ``off`` disables it
                                 llm_cache.sqlite``
-``DUCKDB_SEM_SCHEDULER``        (in process)                sidecar URL, e.g. ``http://127.0.0.1:7300``,
-                                                            or ``local`` (one per user and backend)
+``DUCKDB_SEM_SCHEDULER``        (``local`` for ``llama:``,  ``local`` (one sidecar per user and backend),
+                                in process otherwise)       ``inprocess``, or a sidecar URL, e.g.
+                                                            ``http://127.0.0.1:7300``
 ``DUCKDB_SEM_SCHEDULER_IDLE``   ``300``                     seconds a ``local`` sidecar waits idle
                                                             before it exits
 ``DUCKDB_SEM_BATCH_SIZE``       ``64``                      rows per SEU (one batch of LLM work)
@@ -58,6 +59,7 @@ from duckdb_sem.errors import ConfigError
 __all__ = [
     "ENV_PREFIX",
     "ENV_VARS",
+    "INPROCESS_SCHEDULER",
     "LOCAL_SCHEDULER",
     "Settings",
     "check_env",
@@ -70,13 +72,17 @@ __all__ = [
 ENV_PREFIX = "DUCKDB_SEM_"
 
 #: the ``DUCKDB_SEM_SCHEDULER`` value (``scheduler=`` option) that asks for the per-user local
-#: sidecar of the backend (``scheduler/local.py``)
+#: sidecar of the backend (``scheduler/local.py``); unset, an embedded backend (``llama:``) gets it
 LOCAL_SCHEDULER = "local"
+#: the value that keeps scheduling in this process, whatever the backend
+INPROCESS_SCHEDULER = "inprocess"
+_SIDECAR_SCHEMES = ("http://", "https://", "unix://")
 
 ENV_VARS = {
     "DUCKDB_SEM_BACKEND": "backend spec (default llama:)",
     "DUCKDB_SEM_CACHE": "LLM-call cache file, or 'off'",
-    "DUCKDB_SEM_SCHEDULER": "sidecar scheduler URL, or local (default: in process)",
+    "DUCKDB_SEM_SCHEDULER": "local, inprocess, or a sidecar scheduler URL (default: local for "
+    "llama:, in process otherwise)",
     "DUCKDB_SEM_SCHEDULER_IDLE": "seconds a local sidecar waits idle before it exits (default 300)",
     "DUCKDB_SEM_BATCH_SIZE": "rows per SEU (default 64)",
     "DUCKDB_SEM_POLICY": "in-process scheduling policy (default srtf)",
@@ -238,7 +244,9 @@ ESTIMATOR_SAMPLE = 8  # DUCKDB_SEM_ESTIMATOR_SAMPLE: rows per operator the estim
 class Settings:
     backend: str = "llama:"
     cache_path: Path | None = None  # None: no persistent cache
-    scheduler_url: str | None = None  # a sidecar URL, or "local" (scheduler/local.py)
+    # a sidecar URL, "local" (scheduler/local.py) or "inprocess"; None: local for an embedded
+    # backend (llama:), in process otherwise (scheduler/shared.py)
+    scheduler_url: str | None = None
     scheduler_idle_s: float = 300.0  # a local sidecar exits after this long without a request
     batch_size: int = 64
     policy: str = "srtf"
@@ -344,6 +352,15 @@ class Settings:
             )
         if self.aging_rate is not None and self.aging_rate < 0:
             raise ConfigError(f"aging rate must be >= 0, got {self.aging_rate}")
+        url = self.scheduler_url
+        named = url in (None, "", LOCAL_SCHEDULER, INPROCESS_SCHEDULER)
+        if not named and not str(url).startswith(_SIDECAR_SCHEMES):
+            raise ConfigError(
+                f"scheduler {url!r} is not a scheduler: use {LOCAL_SCHEDULER} (one sidecar "
+                f"per user and backend), {INPROCESS_SCHEDULER} (this process's own) or a "
+                "sidecar URL (http://HOST:PORT, unix:///path/to.sock); unset "
+                "DUCKDB_SEM_SCHEDULER (scheduler=) for the default"
+            )
         if not self.scheduler_idle_s > 0:
             raise ConfigError(
                 f"DUCKDB_SEM_SCHEDULER_IDLE must be a number of seconds > 0, got "

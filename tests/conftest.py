@@ -1,8 +1,16 @@
-"""Shared fixtures: every test gets its own cache file and a clean environment."""
+"""Shared fixtures: every test gets its own cache file and a clean environment.
+
+Tests schedule in process (``DUCKDB_SEM_SCHEDULER=inprocess``): the embedded backend's default,
+a per-user local sidecar, would outlive a test and be shared between tests. The tests of that
+default set their own environment (``tests/scheduler/test_default_local.py``). Whatever local
+sidecar a test process started anyway is stopped at the end of the session, and fails it.
+"""
 
 from __future__ import annotations
 
 import os
+import signal
+import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -22,16 +30,42 @@ settings.register_profile("explore", derandomize=False, deadline=None)
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "deterministic"))
 
 
+#: marks the environment of this session's processes, and of the sidecars they start
+SESSION_MARK = "DSEM_TEST_SESSION"
+os.environ[SESSION_MARK] = uuid.uuid4().hex
+
+
 @pytest.fixture(autouse=True)
 def _isolated_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    for var in (
-        "DUCKDB_SEM_BACKEND",
-        "DUCKDB_SEM_SCHEDULER",
-        "DUCKDB_SEM_BATCH_SIZE",
-        "DUCKDB_SEM_POLICY",
-    ):
+    for var in ("DUCKDB_SEM_BACKEND", "DUCKDB_SEM_BATCH_SIZE", "DUCKDB_SEM_POLICY"):
         monkeypatch.delenv(var, raising=False)
+    monkeypatch.setenv("DUCKDB_SEM_SCHEDULER", "inprocess")
     monkeypatch.setenv("DUCKDB_SEM_CACHE", str(tmp_path / "llm_cache.sqlite"))
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _no_sidecar_outlives_the_session() -> Iterator[None]:
+    yield
+    left = _local_sidecars_of_this_session()
+    for pid in left:
+        os.kill(pid, signal.SIGTERM)
+    assert not left, f"local scheduler sidecars left running by the tests (stopped): {left}"
+
+
+def _local_sidecars_of_this_session() -> list[int]:
+    """Live ``duckdb-sem serve --idle-exit`` processes (local sidecars) of this session."""
+    mark = f"{SESSION_MARK}={os.environ[SESSION_MARK]}".encode()
+    found = []
+    for entry in Path("/proc").glob("[0-9]*"):
+        try:
+            cmdline = (entry / "cmdline").read_bytes().split(b"\0")
+            environ = (entry / "environ").read_bytes().split(b"\0")
+            state = (entry / "stat").read_text().rsplit(")", 1)[1].split()[0]
+        except OSError:
+            continue
+        if state != "Z" and b"--idle-exit" in cmdline and mark in environ:
+            found.append(int(entry.name))
+    return found
 
 
 @pytest.fixture

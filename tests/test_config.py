@@ -10,6 +10,7 @@ from duckdb_sem.errors import ConfigError
 
 def test_defaults(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("DUCKDB_SEM_CACHE")
+    monkeypatch.delenv("DUCKDB_SEM_SCHEDULER")  # tests schedule in process (tests/conftest.py)
     s = Settings.from_env()
     assert s.backend == "llama:" and s.batch_size == 64 and s.scheduler_url is None
     assert s.cache_path is not None and s.cache_path.name == "llm_cache.sqlite"

@@ -43,6 +43,7 @@ def connection_options(fn: F) -> F:
         envvar="DUCKDB_SEM_SCHEDULER",
         show_envvar=True,
         default=None,
-        help="Sidecar scheduler URL (default: schedule in this process).",
+        help="local, inprocess or a sidecar scheduler URL (default: local for llama:, in "
+        "process otherwise).",
     )(fn)
     return fn

@@ -29,7 +29,11 @@ def _split_listen(listen: str) -> tuple[str, int]:
     "--listen", default="127.0.0.1:5433", show_default=True, help="HOST:PORT to listen on."
 )
 @click.option("--backend", default=None, help="LLM backend spec (default: DUCKDB_SEM_BACKEND).")
-@click.option("--scheduler", default=None, help="Sidecar scheduler URL (default: in process).")
+@click.option(
+    "--scheduler",
+    default=None,
+    help="local, inprocess or a sidecar URL (default: local for llama:, else in process).",
+)
 @click.option("--cache", default=None, help="LLM cache file, or 'off'.")
 @click.option("--read-only", is_flag=True, help="Open the database read-only.")
 @click.option(

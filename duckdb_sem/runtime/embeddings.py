@@ -24,7 +24,7 @@ import numpy as np
 from duckdb_sem.backends.base import Backend
 from duckdb_sem.backends.embedder import embed_request
 from duckdb_sem.backends.registry import parse_spec
-from duckdb_sem.config import Settings
+from duckdb_sem.config import INPROCESS_SCHEDULER, Settings
 from duckdb_sem.errors import ConfigError
 from duckdb_sem.runtime.context import QueryContext
 from duckdb_sem.runtime.submit import EMBEDDINGS, submit
@@ -61,7 +61,9 @@ class Embeddings:
     def client(self) -> SchedulerClient:
         with self._lock:
             if self._client is None:
-                own = dataclasses.replace(self._settings, backend=self.spec, scheduler_url=None)
+                own = dataclasses.replace(
+                    self._settings, backend=self.spec, scheduler_url=INPROCESS_SCHEDULER
+                )
                 self._client = scheduler_for(own, self._backend)
                 backend = _backend(self._client)
                 if backend is not None and not hasattr(backend, "dimensions"):

@@ -21,7 +21,7 @@ from sqlglot import exp
 from duckdb_sem.backends.base import Backend
 from duckdb_sem.backends.registry import create_backend
 from duckdb_sem.backends.tokens import estimate_tokens
-from duckdb_sem.config import Settings
+from duckdb_sem.config import INPROCESS_SCHEDULER, Settings
 from duckdb_sem.estimator.accuracy import AccuracyReport, BatchRecord
 from duckdb_sem.estimator.profile import Profiler, TokenCounter
 from duckdb_sem.estimator.stats import StatsStore
@@ -230,7 +230,7 @@ def _small_model(settings: Any, spec: str) -> tuple[Backend, SchedulerClient]:
     with _estimators_lock:
         if spec not in _estimators:
             backend = create_backend(spec)
-            own = dataclasses.replace(settings, backend=spec, scheduler_url=None)
+            own = dataclasses.replace(settings, backend=spec, scheduler_url=INPROCESS_SCHEDULER)
             _estimators[spec] = (backend, scheduler_for(own, backend))
         return _estimators[spec]
 

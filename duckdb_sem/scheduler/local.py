@@ -1,4 +1,5 @@
-"""``DUCKDB_SEM_SCHEDULER=local``: one sidecar per user and backend, started on demand.
+"""``DUCKDB_SEM_SCHEDULER=local``: one sidecar per user and backend, started on demand
+(unset, the road of an embedded backend: ``scheduler/shared.py``).
 
 The processes of a user that run the same backend spec (with the same result cache file) share
 one ``duckdb-sem serve`` on a unix socket in ``$TMPDIR/duckdb-sem-<uid>/``
@@ -70,8 +71,8 @@ class LocalScheduler:
         self._lock = threading.Lock()
         hint = (
             f"the local scheduler ({self.paths.socket}; its log {self.paths.log}) may have been "
-            "killed: the next query starts a new one; or unset DUCKDB_SEM_SCHEDULER to schedule "
-            "in process"
+            "killed: the next query starts a new one; or set DUCKDB_SEM_SCHEDULER=inprocess to "
+            "schedule in process"
         )
         ensure_server(settings, self.paths)
         try:
@@ -178,7 +179,7 @@ def _start(settings: Settings, paths: LocalPaths) -> None:
             raise SidecarError(
                 f"the local scheduler for backend {settings.backend!r} exited with code "
                 f"{proc.returncode} while starting: {_tail(paths.log)} (full log: {paths.log}); "
-                "fix the backend spec, or unset DUCKDB_SEM_SCHEDULER to schedule in process"
+                "fix the backend spec, or set DUCKDB_SEM_SCHEDULER=inprocess to schedule in process"
             )
         if _listening(paths.socket):
             log.info("started the local scheduler (pid %s) on %s", proc.pid, paths.socket)
@@ -188,7 +189,7 @@ def _start(settings: Settings, paths: LocalPaths) -> None:
     raise SidecarError(
         f"the local scheduler for backend {settings.backend!r} did not listen on "
         f"{paths.socket} within {START_TIMEOUT_S:g} s (log: {paths.log}); it was stopped. "
-        "Check the log, or unset DUCKDB_SEM_SCHEDULER to schedule in process"
+        "Check the log, or set DUCKDB_SEM_SCHEDULER=inprocess to schedule in process"
     )
 
 

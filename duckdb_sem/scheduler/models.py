@@ -9,8 +9,10 @@ cached and fused apart from every other model's, and scheduled by the process's 
 that backend (:func:`~duckdb_sem.scheduler.shared.scheduler_for`: connections naming the same
 backend share it).
 
-Named models run in this process: with a scheduler sidecar (``DUCKDB_SEM_SCHEDULER``) the
-sidecar serves its one backend, and registering a model is a :class:`ConfigError` saying so.
+Named models are scheduled as a connection's own backend would be: an embedded one
+(``llama:``) on its own local sidecar by default and with ``local``, others in process. With a
+scheduler sidecar URL (``DUCKDB_SEM_SCHEDULER``) the sidecar serves its one backend, and
+registering a model is a :class:`ConfigError` saying so.
 
 Example:
     >>> models = Models(client, settings)  # doctest: +SKIP
@@ -29,10 +31,10 @@ from typing import Any
 
 from duckdb_sem.backends.base import Backend
 from duckdb_sem.backends.registry import SpecPrice, split_price, unknown_name_error
-from duckdb_sem.config import LOCAL_SCHEDULER, Settings
+from duckdb_sem.config import Settings
 from duckdb_sem.errors import ConfigError, UnknownModelError
 from duckdb_sem.scheduler.seu import SchedulerClient
-from duckdb_sem.scheduler.shared import scheduler_for
+from duckdb_sem.scheduler.shared import is_sidecar_url, scheduler_for
 
 __all__ = ["DEFAULT_MODEL", "ModelInfo", "Models", "check_model_name", "refuse_on_sidecar"]
 
@@ -58,7 +60,7 @@ def check_model_name(name: str) -> str:
 def refuse_on_sidecar(settings: Settings, name: str) -> None:
     """ConfigError when ``settings`` schedule on a sidecar: it serves its one backend (a
     ``local`` one is per backend: each named model gets its own)."""
-    if settings.scheduler_url and settings.scheduler_url != LOCAL_SCHEDULER:
+    if is_sidecar_url(settings.scheduler_url):
         raise ConfigError(
             f"model {name!r}: named models run in this process, but this connection "
             f"schedules on the sidecar {settings.scheduler_url}, which serves its one "

@@ -18,13 +18,22 @@ the last handle closes, and at exit (:func:`close_all`). With a sidecar URL the 
 the sidecar client of that URL instead, counted the same way; with ``local``, the client of the
 per-user sidecar of the spec and cache (:mod:`.local`). A ``Backend`` object cannot travel to
 another process, so with ``local`` it is scheduled in process.
+
+With no scheduler chosen (``DUCKDB_SEM_SCHEDULER`` unset), an embedded backend (``llama:``,
+:data:`EMBEDDED_KINDS`) is scheduled on its local sidecar, so the processes of a user hold one
+copy of the model, not one each; every other backend in process. Where that sidecar cannot
+start (no unix sockets, a socket path too long, a start that fails), the connection schedules
+in process instead, with one logged warning per process saying why; ``local`` asked for
+explicitly fails instead, and ``inprocess`` never tries.
 """
 
 from __future__ import annotations
 
 import atexit
 import importlib
+import importlib.util
 import logging
+import socket
 import threading
 from collections.abc import Callable
 from concurrent.futures import Future
@@ -33,15 +42,28 @@ from pathlib import Path
 from typing import Any
 
 from duckdb_sem.backends.base import Backend
-from duckdb_sem.backends.registry import create_backend
+from duckdb_sem.backends.registry import create_backend, parse_spec
 from duckdb_sem.cache.store import LLMCache
-from duckdb_sem.config import LOCAL_SCHEDULER, Settings
+from duckdb_sem.config import INPROCESS_SCHEDULER, LOCAL_SCHEDULER, Settings
+from duckdb_sem.errors import ConfigError, SidecarError
 from duckdb_sem.scheduler.core import Scheduler
 from duckdb_sem.scheduler.seu import SEU, SchedulerClient, SEUResult
 
-__all__ = ["SharedScheduler", "close_all", "open_cache", "scheduler_for"]
+__all__ = [
+    "EMBEDDED_KINDS",
+    "SharedScheduler",
+    "close_all",
+    "is_sidecar_url",
+    "open_cache",
+    "scheduler_for",
+    "shares_by_default",
+]
 
 log = logging.getLogger(__name__)
+
+#: backend kinds whose model lives in the process: unless told otherwise, their processes share
+#: one per-user local sidecar instead of each loading the model
+EMBEDDED_KINDS = frozenset({"llama"})
 
 _lock = threading.RLock()
 
@@ -58,6 +80,7 @@ class _Entry:
 _entries: dict[object, _Entry] = {}
 _spec_ids: dict[str, str] = {}  # spec string -> the identity its backend had
 _caches: dict[tuple[Path, bool], LLMCache] = {}
+_local_failed: set[object] = set()  # default-local keys whose sidecar failed: in process now
 
 
 def open_cache(path: Path | None, *, retry_failures: bool = False) -> LLMCache | None:
@@ -116,15 +139,54 @@ class SharedScheduler:
         return getattr(self.scheduler, name)
 
 
+def is_sidecar_url(value: str | None) -> bool:
+    """Whether a ``scheduler=`` value names a sidecar of the user's own (a URL)."""
+    return bool(value) and value not in (LOCAL_SCHEDULER, INPROCESS_SCHEDULER)
+
+
+def shares_by_default(spec: str) -> bool:
+    """Whether a connection with no scheduler chosen schedules ``spec`` on its local sidecar:
+    an embedded model, on a platform with unix sockets and ``flock``."""
+    try:
+        kind = parse_spec(spec).kind
+    except ConfigError:
+        return False  # building it in process says what is wrong
+    unix = hasattr(socket, "AF_UNIX") and importlib.util.find_spec("fcntl") is not None
+    return kind in EMBEDDED_KINDS and unix
+
+
 def scheduler_for(settings: Settings, backend: Backend | None = None) -> SharedScheduler:
-    """A handle on the scheduler for these settings (a sidecar client when a URL is set)."""
-    if settings.scheduler_url == LOCAL_SCHEDULER and backend is None:
-        key = ("local", settings.backend, settings.cache_path, settings.retry_failures)
-        entry = _entry_for(key, lambda: _local(settings))
+    """A handle on the scheduler for these settings (a sidecar client when a URL is set, or the
+    local sidecar's client for ``local`` and, by default, an embedded backend)."""
+    chosen = settings.scheduler_url
+    if is_sidecar_url(chosen):
+        entry = _entry_for(("sidecar", chosen), lambda: _sidecar(settings))
         return _handle(entry, None, settings)
-    if settings.scheduler_url and settings.scheduler_url != LOCAL_SCHEDULER:
-        entry = _entry_for(("sidecar", settings.scheduler_url), lambda: _sidecar(settings))
-        return _handle(entry, None, settings)
+    key = ("local", settings.backend, settings.cache_path, settings.retry_failures)
+    if chosen == LOCAL_SCHEDULER and backend is None:
+        return _handle(_entry_for(key, lambda: _local(settings)), None, settings)
+    failure: Exception | None = None
+    if not chosen and backend is None and key not in _local_failed:
+        try:
+            if shares_by_default(settings.backend):
+                return _handle(_entry_for(key, lambda: _local(settings)), None, settings)
+        except (SidecarError, ConfigError, OSError) as err:
+            _local_failed.add(key)  # this process does not try again
+            failure = err
+    handle = _in_process(settings, backend)
+    if failure is not None:  # after the build: a bad spec is its own error, not this warning
+        log.warning(
+            "%s: the local scheduler that shares one model among this user's processes could "
+            "not start (%s); this process schedules in process, with a model of its own. Fix "
+            "the cause to share it, or set DUCKDB_SEM_SCHEDULER=inprocess (scheduler="
+            "'inprocess') to schedule in process without trying",
+            settings.backend,
+            failure,
+        )
+    return handle
+
+
+def _in_process(settings: Settings, backend: Backend | None) -> SharedScheduler:
     cache = open_cache(settings.cache_path, retry_failures=settings.retry_failures)
     if backend is not None:
         entry = _entry_for(("object", id(backend)), lambda: (_scheduler(backend, settings), []))
@@ -180,7 +242,8 @@ def _handle(entry: _Entry, cache: LLMCache | None, settings: Settings) -> Shared
         if entry.users == 0 and entry.choice == ("", None):
             entry.choice = (settings.policy, settings.aging_rate)
         entry.users += 1
-        if not settings.scheduler_url and entry.choice != (settings.policy, settings.aging_rate):
+        in_process = isinstance(entry.client, Scheduler)
+        if in_process and entry.choice != (settings.policy, settings.aging_rate):
             log.warning(
                 "%s: the scheduler shared by this backend's connections runs policy %s (aging "
                 "%s); this connection asked for %s (aging %s), which applies only to a new "
@@ -213,6 +276,7 @@ def close_all() -> None:
         entries = list(_entries.values())
         _entries.clear()
         _spec_ids.clear()
+        _local_failed.clear()
     for entry in entries:
         _shut(entry)
 

@@ -45,8 +45,8 @@ log = logging.getLogger(__name__)
 _CONNECT_ATTEMPTS = 3
 
 _HINT = (
-    "start it with `duckdb-sem serve --backend SPEC --listen HOST:PORT`, or unset "
-    "DUCKDB_SEM_SCHEDULER (and the scheduler= option) to schedule in process"
+    "start it with `duckdb-sem serve --backend SPEC --listen HOST:PORT`, or set "
+    "DUCKDB_SEM_SCHEDULER=inprocess (scheduler='inprocess') to schedule in process"
 )
 
 

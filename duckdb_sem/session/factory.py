@@ -22,7 +22,7 @@ from typing import Any
 import duckdb
 
 from duckdb_sem.backends.base import Backend
-from duckdb_sem.config import Settings
+from duckdb_sem.config import INPROCESS_SCHEDULER, Settings
 from duckdb_sem.runtime.budget import Budget
 from duckdb_sem.runtime.dry_run import DryBackend
 from duckdb_sem.runtime.embeddings import Embeddings
@@ -70,7 +70,8 @@ def shared_engine(engine: SemEngine, settings: Settings) -> SemEngine:
 
 def dry_settings(settings: Settings) -> Settings:
     """``settings`` for a dry run: no cache, no sidecar, no budget."""
-    return dataclasses.replace(settings, cache_path=None, scheduler_url=None,
+    return dataclasses.replace(settings, cache_path=None,
+                               scheduler_url=INPROCESS_SCHEDULER,
                                max_llm_calls=None, max_prompt_tokens=None, max_cost=None,
                                max_llm_calls_per_session=None, max_cost_per_session=None,
                                max_prompt_tokens_per_session=None)  # fmt: skip

@@ -9,25 +9,23 @@ from __future__ import annotations
 import gc
 import json
 import os
-import shutil
 import signal
 import subprocess
 import sys
-import tempfile
 import time
 import warnings
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 
-import httpx
 import pytest
+from local_helpers import get, paths_in, servers, short_tmpdir, until, usage
 from processes import stop
 
 from duckdb_sem.backends.rules import RuleBackend
 from duckdb_sem.llm.prompts import build_request
 from duckdb_sem.llm.request import OperatorKind
 from duckdb_sem.scheduler.core import Scheduler
-from duckdb_sem.scheduler.local_paths import LocalPaths, local_paths, start_lock
+from duckdb_sem.scheduler.local_paths import start_lock
 from duckdb_sem.scheduler.seu import SEU
 from duckdb_sem.scheduler.sidecar_client import SidecarClient
 from duckdb_sem.scheduler.sidecar_server import SidecarServer
@@ -69,19 +67,8 @@ print(json.dumps(out), flush=True)
 
 @pytest.fixture
 def tmpdir_short() -> Iterator[Path]:
-    folder = Path(tempfile.mkdtemp(prefix="dsl", dir="/tmp"))
-    try:
+    with short_tmpdir() as folder:
         yield folder
-    finally:
-        for pid in _servers(folder):
-            os.kill(pid, signal.SIGTERM)
-        _until(lambda: not _servers(folder), 20)
-        shutil.rmtree(folder, ignore_errors=True)
-
-
-def _paths(tmp: Path, spec: str, cache: Path | None = None) -> LocalPaths:
-    folder = tmp / f"duckdb-sem-{os.getuid()}"
-    return local_paths(spec, cache, retry_failures=False, folder=folder)
 
 
 def _client(
@@ -120,57 +107,19 @@ def _answers(proc: subprocess.Popen[str], timeout: float = 120) -> list[object]:
     return answers
 
 
-def _servers(tmp: Path) -> list[int]:
-    """Process ids of the `duckdb-sem serve` processes listening under ``tmp``."""
-    pids = []
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            cmdline = (entry / "cmdline").read_bytes().split(b"\0")
-            state = (entry / "stat").read_text().rsplit(")", 1)[1].split()[0]
-        except OSError:
-            continue
-        if state != "Z" and b"serve" in cmdline and any(str(tmp).encode() in a for a in cmdline):
-            pids.append(int(entry.name))
-    return pids
-
-
-def _get(paths: LocalPaths, path: str) -> dict[str, object]:
-    transport = httpx.HTTPTransport(uds=str(paths.socket))
-    with httpx.Client(transport=transport, base_url="http://local") as http:
-        data: dict[str, object] = http.get(path, timeout=10).json()
-        return data
-
-
-def _until(ok: Callable[[], bool], timeout: float) -> bool:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if ok():
-            return True
-        time.sleep(0.05)
-    return ok()
-
-
-def _usage(paths: LocalPaths) -> dict[str, int]:
-    usage = _get(paths, "/v1/status")["usage"]
-    assert isinstance(usage, dict)
-    return usage
-
-
 def test_two_processes_share_one_server(tmpdir_short: Path) -> None:
     spec = "test:?yes_if=good&latency_ms=20&max_batch=4"
     procs = [_client(tmpdir_short, spec, rows=30) for _ in range(2)]
     answers = [_answers(p) for p in procs]
     assert answers == [[10], [10]]
-    (server,) = _servers(tmpdir_short)
-    paths = _paths(tmpdir_short, spec)
-    assert _get(paths, "/v1/health")["pid"] == server
-    usage = _usage(paths)
+    (server,) = servers(tmpdir_short)
+    paths = paths_in(tmpdir_short, spec)
+    assert get(paths, "/v1/health")["pid"] == server
+    used = usage(paths)
     # one scheduler saw both processes' 30 rows; what overlapped in time ran once (cache off)
-    assert usage["virtual_calls"] == 60
-    assert usage["physical_calls"] + usage["fused_calls"] + usage["cache_calls"] == 60
-    assert 30 <= usage["physical_calls"] <= 60
+    assert used["virtual_calls"] == 60
+    assert used["physical_calls"] + used["fused_calls"] + used["cache_calls"] == 60
+    assert 30 <= used["physical_calls"] <= 60
 
 
 def test_processes_with_one_cache_file_share_its_sidecar_and_its_answers(
@@ -181,41 +130,41 @@ def test_processes_with_one_cache_file_share_its_sidecar_and_its_answers(
     assert _answers(_client(tmpdir_short, FAST, rows=9, cache=cache)) == [3]
     uncached = _client(tmpdir_short, FAST, rows=9)  # cache off: another sidecar
     assert _answers(uncached) == [3]
-    assert len(_servers(tmpdir_short)) == 2
-    usage = _usage(_paths(tmpdir_short, FAST, cache))
-    assert usage["physical_calls"] == 9 and usage["cache_calls"] == 9  # the second: all cached
-    assert _usage(_paths(tmpdir_short, FAST))["physical_calls"] == 9
+    assert len(servers(tmpdir_short)) == 2
+    used = usage(paths_in(tmpdir_short, FAST, cache))
+    assert used["physical_calls"] == 9 and used["cache_calls"] == 9  # the second: all cached
+    assert usage(paths_in(tmpdir_short, FAST))["physical_calls"] == 9
     assert cache.exists()
 
 
 def test_racing_starts_give_one_server(tmpdir_short: Path) -> None:
-    paths = _paths(tmpdir_short, FAST)
+    paths = paths_in(tmpdir_short, FAST)
     paths.socket.parent.mkdir(mode=0o700)
     # Hold the start lock while four clients find no sidecar: all of them wait on it at once,
     # and when it is let go, the first starts a sidecar and the other three find it.
     with start_lock(paths.lock):
         procs = [_client(tmpdir_short, FAST, rows=9) for _ in range(4)]
         time.sleep(3.0)
-        assert not _servers(tmpdir_short)
+        assert not servers(tmpdir_short)
     assert [_answers(p) for p in procs] == [[3]] * 4
-    assert len(_servers(tmpdir_short)) == 1
-    assert _usage(paths)["virtual_calls"] == 36  # all four scheduled on that one
+    assert len(servers(tmpdir_short)) == 1
+    assert usage(paths)["virtual_calls"] == 36  # all four scheduled on that one
 
 
 def test_a_killed_client_has_its_query_cancelled(tmpdir_short: Path) -> None:
-    paths = _paths(tmpdir_short, SLOW)
+    paths = paths_in(tmpdir_short, SLOW)
     # one SEU of 240 rows: 120 backend batches of 0.3 s, 4 at a time, about 9 s alone
     proc = _client(tmpdir_short, SLOW, rows=240, batch=240)
     try:
-        assert _until(lambda: paths.socket.exists() and _usage(paths)["physical_calls"] > 0, 60)
+        assert until(lambda: paths.socket.exists() and usage(paths)["physical_calls"] > 0, 60)
         proc.kill()
         proc.communicate()
         # its SEU's connection closed: the query is cancelled and the backend work stops
-        assert _until(lambda: _get(paths, "/v1/status")["in_flight_requests"] == 0, 3)
-        ran = _usage(paths)["physical_calls"]
+        assert until(lambda: get(paths, "/v1/status")["in_flight_requests"] == 0, 3)
+        ran = usage(paths)["physical_calls"]
         time.sleep(1.0)
-        assert _usage(paths)["physical_calls"] == ran < 240
-        states = [q["state"] for q in _get(paths, "/v1/status")["queries"]]  # type: ignore[union-attr]
+        assert usage(paths)["physical_calls"] == ran < 240
+        states = [q["state"] for q in get(paths, "/v1/status")["queries"]]  # type: ignore[union-attr]
         assert "running" not in states and "queued" not in states
     finally:
         _end(proc)
@@ -224,11 +173,11 @@ def test_a_killed_client_has_its_query_cancelled(tmpdir_short: Path) -> None:
 def test_a_killed_server_fails_the_running_query_and_the_next_query_restarts_it(
     tmpdir_short: Path,
 ) -> None:
-    paths = _paths(tmpdir_short, SLOW)
+    paths = paths_in(tmpdir_short, SLOW)
     proc = _client(tmpdir_short, SLOW, rows="240,6")
     try:
-        assert _until(lambda: paths.socket.exists() and _usage(paths)["physical_calls"] > 0, 60)
-        (first,) = _servers(tmpdir_short)
+        assert until(lambda: paths.socket.exists() and usage(paths)["physical_calls"] > 0, 60)
+        (first,) = servers(tmpdir_short)
         os.kill(first, signal.SIGKILL)
         failed, second_answer = _answers(proc)
     finally:
@@ -237,27 +186,27 @@ def test_a_killed_server_fails_the_running_query_and_the_next_query_restarts_it(
     assert "died mid-query" in failed and "local scheduler" in failed
     assert "next query starts a new one" in failed
     assert second_answer == 2  # the next query started a new sidecar and ran there
-    (second,) = _servers(tmpdir_short)
-    assert second != first and _get(paths, "/v1/health")["pid"] == second
+    (second,) = servers(tmpdir_short)
+    assert second != first and get(paths, "/v1/health")["pid"] == second
 
 
 def test_the_next_query_after_a_killed_server_runs_on_a_new_one(tmpdir_short: Path) -> None:
     """A sidecar killed while idle leaves a stale socket; the next client replaces it."""
-    paths = _paths(tmpdir_short, FAST)
+    paths = paths_in(tmpdir_short, FAST)
     assert _answers(_client(tmpdir_short, FAST, rows=6)) == [2]
-    (first,) = _servers(tmpdir_short)
+    (first,) = servers(tmpdir_short)
     os.kill(first, signal.SIGKILL)
-    assert _until(lambda: not _servers(tmpdir_short), 10)
+    assert until(lambda: not servers(tmpdir_short), 10)
     assert paths.socket.exists()  # stale: nothing listens on it
     assert _answers(_client(tmpdir_short, FAST, rows=6)) == [2]
-    (second,) = _servers(tmpdir_short)
-    assert second != first and _get(paths, "/v1/health")["pid"] == second
+    (second,) = servers(tmpdir_short)
+    assert second != first and get(paths, "/v1/health")["pid"] == second
 
 
 def test_an_idle_server_exits_and_removes_its_socket(tmpdir_short: Path) -> None:
-    paths = _paths(tmpdir_short, FAST)
+    paths = paths_in(tmpdir_short, FAST)
     assert _answers(_client(tmpdir_short, FAST, rows=6, idle="1")) == [2]
-    assert _until(lambda: not _servers(tmpdir_short), 15)
+    assert until(lambda: not servers(tmpdir_short), 15)
     assert not paths.socket.exists()
     log = paths.log.read_text()
     assert "idle for 1 s, exiting" in log
