@@ -177,9 +177,18 @@ def main() -> None:
         type=Path,
         help="a duckdb_sem source tree to compare with, load by load (see the docstring)",
     )
+    parser.add_argument(
+        "--where",
+        action="store_true",
+        help="instead: profile where the sidecar's CPU goes at the first load "
+        "(writes results/sidecar_profile.md)",
+    )
     parser.add_argument("--out", type=Path, default=RESULTS / "sidecar_load.md")
     args = parser.parse_args()
     spec = f"sim:{args.profile}?time_scale={args.time_scale}"
+    if args.where:
+        _where(args, spec)
+        return
     builds: list[tuple[str, str | None]] = [("this tree", None)]
     if args.baseline is not None:
         if not (args.baseline / "duckdb_sem" / "__init__.py").is_file():
@@ -205,6 +214,39 @@ def main() -> None:
             proc.terminate()
             proc.wait(10)
     _write(args, "openai: -> sim-server " + spec if args.servers else spec, rows)
+
+
+def _where(args: argparse.Namespace, spec: str) -> None:
+    """Profile an in-process sidecar at the first offered load (:mod:`_sidecar_profile`)."""
+    from _sidecar_profile import profiled_sidecar, shares
+
+    server, profiles = profiled_sidecar(spec, args.replicas)
+    load = args.loads[0]
+    row = _level(server.url, os.getpid(), args, load, None)
+    print(json.dumps({k: round(v, 1) for k, v in row.items()}), flush=True)
+    out = args.out.with_name("sidecar_profile.md")
+    lines = [
+        "# Where the scheduler sidecar's CPU goes (SIMULATED replicas)",
+        "",
+        f"`bench_sidecar_load.py --where`: an in-process sidecar with {args.replicas} x `{spec}` "
+        f"(SIMULATED), {args.queries} client queries in {args.procs} processes, SEUs of "
+        f"{args.rows} distinct ~300-token filter requests, {load:.0f} requests/s offered for "
+        f"{args.seconds:.0f} s ({row['answered_per_s']:.0f}/s answered). Shares of the CPU of "
+        "the connection and executor threads, each on its own CPU clock (cProfile with "
+        "time.thread_time; the SIMULATED engines' stepping threads not included). Profiling "
+        "slows every call, so read the shares, not absolute times.",
+        "",
+        "| part | share of profiled CPU |",
+        "|---|---|",
+        *(f"| {label} | {100 * share:.0f}% |" for label, share in shares(profiles)),
+        "",
+        "Reproduce: `python benchmarks/bench_sidecar_load.py --where --loads "
+        f"{load:.0f} --seconds {args.seconds:.0f}`",
+        "",
+    ]
+    out.write_text("\n".join(lines))
+    print(f"wrote {out}")
+    os._exit(0)  # the in-process sidecar's threads: nothing to wait for
 
 
 def _start(

@@ -11,9 +11,11 @@ Example:
 
 from __future__ import annotations
 
+import functools
+
 from duckdb_sem.llm.request import LLMRequest, Task
 
-__all__ = ["estimate_tokens", "request_tokens"]
+__all__ = ["estimate_tokens", "request_tokens", "shared_tokens"]
 
 
 #: every ASCII character ``str.split()`` splits on (and a word needs one to end it)
@@ -36,7 +38,14 @@ def estimate_tokens(text: str) -> int:
     return max(len(text.split()), by_chars)
 
 
+@functools.lru_cache(maxsize=1024)
+def shared_tokens(text: str) -> int:
+    """:func:`estimate_tokens` of a text that many requests share (an operator's prefix),
+    remembered: every row of an operator asks it again."""
+    return estimate_tokens(text)
+
+
 def request_tokens(request: LLMRequest) -> int:
     """A request's prompt plus the most output it may produce (one token for a decision)."""
     output = 1 if request.output.task is Task.DECIDE else max(1, request.params.max_tokens)
-    return estimate_tokens(request.prefix) + estimate_tokens(request.row) + output
+    return shared_tokens(request.prefix) + estimate_tokens(request.row) + output

@@ -76,8 +76,10 @@ class _Handler(BaseHTTPRequestHandler):
             # add ~40 ms to every SEU round trip
             self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         self.server.connections.add(self.connection)
+        self.server.hangups.add(self.connection)
 
     def finish(self) -> None:
+        self.server.hangups.discard(self.connection)
         self.server.connections.discard(self.connection)
         super().finish()
 
