@@ -266,13 +266,13 @@ def _start(
             procs.append(subprocess.Popen(
                 [sys.executable, "-m", "duckdb_sem.cli.main", "sim-server", "--profile",
                  args.profile, "--time-scale", str(args.time_scale), "--listen",
-                 f"127.0.0.1:{sim_port}"], stderr=subprocess.DEVNULL, env=env,
+                 f"127.0.0.1:{sim_port}"], stderr=subprocess.DEVNULL, env=env, cwd=tree,
             ))  # fmt: skip
             _wait(f"http://127.0.0.1:{sim_port}/v1/models")
             argv += ["--backend", f"openai:http://127.0.0.1:{sim_port}/v1?concurrency=64"]
         else:
             argv += ["--backend", spec]
-    server = subprocess.Popen(argv, stderr=subprocess.DEVNULL, env=env)
+    server = subprocess.Popen(argv, stderr=subprocess.DEVNULL, env=env, cwd=tree)
     procs.append(server)
     _wait(f"{url}/v1/health")
     return url, server.pid
