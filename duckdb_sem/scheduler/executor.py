@@ -9,10 +9,8 @@ makes dispatch order fully deterministic.
 
 from __future__ import annotations
 
-import contextlib
 import logging
-import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Protocol
@@ -59,50 +57,15 @@ class Executor(Protocol):
     def close(self) -> None: ...
 
 
-#: a dispatch held back by :meth:`ThreadExecutor.holding`: what ``start`` was given
-Started = tuple[Dispatch, Backend, DispatchSink]
-
-
 class ThreadExecutor:
     """Runs each dispatch on a worker thread, in backend batches of ``capacity().max_batch``
-    (one request per call for a backend that answers one by one: ``capacity().one_by_one``).
-
-    A thread that is going to wait for an SEU anyway (a sidecar connection's) may run its own
-    SEU's dispatch itself: inside :meth:`holding`, the dispatches ``start`` is given on this
-    thread are held, not handed to a worker; the caller runs one with :meth:`run_here` and
-    hands the rest on with :meth:`hand_off`. That saves two thread hand-offs per SEU (to the
-    worker and back), each a pass of the GIL (benchmarks/bench_sidecar_load.py).
-    """
+    (one request per call for a backend that answers one by one: ``capacity().one_by_one``)."""
 
     def __init__(self, workers: int) -> None:
         self._pool = ThreadPoolExecutor(max_workers=max(1, workers), thread_name_prefix="sem-llm")
-        self._local = threading.local()
 
     def start(self, dispatch: Dispatch, backend: Backend, sink: DispatchSink) -> None:
-        held: list[Started] | None = getattr(self._local, "held", None)
-        if held is not None:
-            held.append((dispatch, backend, sink))
-            return
         self._pool.submit(self._run, dispatch, backend, sink)
-
-    @contextlib.contextmanager
-    def holding(self) -> Iterator[list[Started]]:
-        """Hold the dispatches started on this thread meanwhile (see the class docstring);
-        the caller must run or hand off every one of them."""
-        held: list[Started] = []
-        self._local.held = held
-        try:
-            yield held
-        finally:
-            self._local.held = None
-
-    def run_here(self, started: Started) -> None:
-        """Run a held dispatch on this thread, to its end."""
-        self._run(*started)
-
-    def hand_off(self, started: Started) -> None:
-        """Give a held dispatch to a worker thread, as ``start`` would have."""
-        self._pool.submit(self._run, *started)
 
     def close(self) -> None:
         self._pool.shutdown(wait=True, cancel_futures=True)

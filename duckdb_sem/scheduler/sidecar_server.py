@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import contextlib
 import email.utils
-import functools
 import json
 import logging
 import os
@@ -24,21 +23,17 @@ import socket
 import socketserver
 import threading
 import time
-from collections.abc import Callable
-from concurrent.futures import Future
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
 from duckdb_sem.errors import QueryCancelledError, SemError
 from duckdb_sem.scheduler.core import Scheduler
-from duckdb_sem.scheduler.executor import Started, ThreadExecutor
 from duckdb_sem.scheduler.hangup import HangupWatch
 from duckdb_sem.scheduler.idle import Activity
 from duckdb_sem.scheduler.local_paths import lock_path_of, start_lock
 from duckdb_sem.scheduler.metrics import render_metrics
 from duckdb_sem.scheduler.protocol import decode_seu, encode_error, encode_result
-from duckdb_sem.scheduler.seu import SEU, SEUResult
 
 __all__ = ["SidecarServer", "parse_listen"]
 
@@ -109,25 +104,6 @@ class _Handler(BaseHTTPRequestHandler):
         length = int(self.headers.get("Content-Length") or 0)
         return self.rfile.read(length) if length else b""
 
-    @staticmethod
-    def _submit(
-        scheduler: Scheduler, seu: SEU
-    ) -> tuple[Future[SEUResult], Callable[[], None] | None]:
-        """Submit ``seu``; with a thread executor, also the dispatch of the SEU's own work if
-        this submit started it (for this thread to run), every other one handed to a worker."""
-        executor = scheduler.executor
-        if not isinstance(executor, ThreadExecutor):
-            return scheduler.submit(seu), None
-        with executor.holding() as held:
-            future = scheduler.submit(seu)
-        mine: Started | None = None
-        for started in held:
-            if mine is None and started[0].query_id == seu.query_id:
-                mine = started
-            else:
-                executor.hand_off(started)
-        return future, None if mine is None else functools.partial(executor.run_here, mine)
-
     def do_GET(self) -> None:
         with self.server.activity.request():
             self._get()
@@ -160,10 +136,8 @@ class _Handler(BaseHTTPRequestHandler):
             data = self._body()
             if self.path == "/v1/seu":
                 seu = decode_seu(data)
-                future, run_mine = self._submit(scheduler, seu)
+                future = scheduler.submit(seu)
                 with self.server.hangups.watching(self.connection, seu.query_id) as peer:
-                    if run_mine is not None:
-                        run_mine()  # this thread waits for the SEU anyway: it runs its dispatch
                     future.exception()  # waits (cheaper than wait()); raised by result() below
                 if peer.gone:  # the client left: its query is cancelled, nobody to answer
                     self.close_connection = True
