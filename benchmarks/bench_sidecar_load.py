@@ -15,6 +15,11 @@ The clients share the machine with the sidecar, so on a small machine requests/s
 what the sidecar can do; CPU per request is the figure that carries over (one core's ceiling is
 its inverse).
 
+``--baseline DIR`` also runs a second sidecar (and its clients) from the ``duckdb_sem`` source
+tree in DIR, say the commit before a change (``git archive COMMIT duckdb_sem | tar -x -C
+DIR``), taking turns with this tree at every offered load, so before and after are measured
+in one run under the same machine state.
+
     python benchmarks/bench_sidecar_load.py                        # ~2 minutes
     python benchmarks/bench_sidecar_load.py --loads 1000 --seconds 3   # a quick look
 """
@@ -52,8 +57,10 @@ def _cpu_s(pid: int) -> float:
 
 
 def _client(url: str, queries: int, rows: int, period: float, seconds: float, tag: str,
-            out: Any) -> None:  # fmt: skip
+            out: Any, tree: str | None) -> None:  # fmt: skip
     """One client process: ``queries`` threads, each an SEU every ``period`` seconds."""
+    if tree:  # the clients of a baseline sidecar are of its release too
+        sys.path.insert(0, tree)
     from duckdb_sem.llm.prompts import build_request
     from duckdb_sem.llm.request import OperatorKind
     from duckdb_sem.scheduler.seu import SEU
@@ -96,14 +103,25 @@ def _client(url: str, queries: int, rows: int, period: float, seconds: float, ta
              "end": time.monotonic()})  # fmt: skip
 
 
-def _level(url: str, pid: int, args: argparse.Namespace, load: float) -> dict[str, Any]:
+def _level(
+    url: str, pid: int, args: argparse.Namespace, load: float, tree: str | None
+) -> dict[str, Any]:
     per_proc = args.queries // args.procs
     period = args.queries * args.rows / load  # each query's SEU interval
     queue: mp.Queue[dict[str, Any]] = mp.Queue()
     procs = [
         mp.Process(
             target=_client,
-            args=(url, per_proc, args.rows, period, args.seconds, f"L{load:.0f}p{i}", queue),
+            args=(
+                url,
+                per_proc,
+                args.rows,
+                period,
+                args.seconds,
+                f"L{load:.0f}p{i}{tree}",
+                queue,
+                tree,
+            ),
         )
         for i in range(args.procs)
     ]
@@ -120,7 +138,7 @@ def _level(url: str, pid: int, args: argparse.Namespace, load: float) -> dict[st
             pass
         while not queue.empty():
             outs.append(queue.get())
-        time.sleep(0.25)
+        time.sleep(1.0)  # a status of 1,000 queries costs the sidecar CPU: not too often
     # the clients' own window (CLOCK_MONOTONIC is one clock for every process), not their imports
     wall = max(o["end"] for o in outs) - min(o["start"] for o in outs)
     for p in procs:
@@ -154,39 +172,110 @@ def main() -> None:
     parser.add_argument("--rows", type=int, default=16, help="requests per SEU")
     parser.add_argument("--loads", type=float, nargs="+", default=[500, 1000, 2000, 4000, 8000])
     parser.add_argument("--seconds", type=float, default=8.0)
+    parser.add_argument(
+        "--baseline",
+        type=Path,
+        help="a duckdb_sem source tree to compare with, load by load (see the docstring)",
+    )
+    parser.add_argument(
+        "--where",
+        action="store_true",
+        help="instead: profile where the sidecar's CPU goes at the first load "
+        "(writes results/sidecar_profile.md)",
+    )
     parser.add_argument("--out", type=Path, default=RESULTS / "sidecar_load.md")
     args = parser.parse_args()
+    spec = f"sim:{args.profile}?time_scale={args.time_scale}"
+    if args.where:
+        _where(args, spec)
+        return
+    builds: list[tuple[str, str | None]] = [("this tree", None)]
+    if args.baseline is not None:
+        if not (args.baseline / "duckdb_sem" / "__init__.py").is_file():
+            raise SystemExit(f"--baseline {args.baseline}: no duckdb_sem/__init__.py in it")
+        builds.insert(0, ("baseline", str(args.baseline.resolve())))
+    procs: list[subprocess.Popen[bytes]] = []
+    servers: dict[str, tuple[str, int]] = {}
+    try:
+        for label, tree in builds:
+            url, pid = _start(args, spec, tree, procs)
+            servers[label] = (url, pid)
+        rows = []
+        for i, load in enumerate(args.loads):
+            turns = builds if i % 2 == 0 else builds[::-1]  # alternate: drift hits both alike
+            for label, tree in turns:
+                url, pid = servers[label]
+                row = {"build": label, **_level(url, pid, args, load, tree)}
+                print(json.dumps({k: v if isinstance(v, str) else round(v, 1)
+                                  for k, v in row.items()}), flush=True)  # fmt: skip
+                rows.append(row)
+    finally:
+        for proc in procs:
+            proc.terminate()
+            proc.wait(10)
+    _write(args, "openai: -> sim-server " + spec if args.servers else spec, rows)
+
+
+def _where(args: argparse.Namespace, spec: str) -> None:
+    """Profile an in-process sidecar at the first offered load (:mod:`_sidecar_profile`)."""
+    from _sidecar_profile import profiled_sidecar, shares
+
+    server, profiles = profiled_sidecar(spec, args.replicas)
+    load = args.loads[0]
+    row = _level(server.url, os.getpid(), args, load, None)
+    print(json.dumps({k: round(v, 1) for k, v in row.items()}), flush=True)
+    out = args.out.with_name("sidecar_profile.md")
+    lines = [
+        "# Where the scheduler sidecar's CPU goes (SIMULATED replicas)",
+        "",
+        f"`bench_sidecar_load.py --where`: an in-process sidecar with {args.replicas} x `{spec}` "
+        f"(SIMULATED), {args.queries} client queries in {args.procs} processes, SEUs of "
+        f"{args.rows} distinct ~300-token filter requests, {load:.0f} requests/s offered for "
+        f"{args.seconds:.0f} s ({row['answered_per_s']:.0f}/s answered). Shares of the CPU of "
+        "the connection and executor threads, each on its own CPU clock (cProfile with "
+        "time.thread_time; the SIMULATED engines' stepping threads not included). Profiling "
+        "slows every call, so read the shares, not absolute times.",
+        "",
+        "| part | share of profiled CPU |",
+        "|---|---|",
+        *(f"| {label} | {100 * share:.0f}% |" for label, share in shares(profiles)),
+        "",
+        "Reproduce: `python benchmarks/bench_sidecar_load.py --where --loads "
+        f"{load:.0f} --seconds {args.seconds:.0f}`",
+        "",
+    ]
+    out.write_text("\n".join(lines))
+    print(f"wrote {out}")
+    os._exit(0)  # the in-process sidecar's threads: nothing to wait for
+
+
+def _start(
+    args: argparse.Namespace, spec: str, tree: str | None, procs: list[subprocess.Popen[bytes]]
+) -> tuple[str, int]:
+    """Start one sidecar (from ``tree``'s sources when given) and its replicas; its URL, pid."""
+    env = dict(os.environ)
+    if tree:
+        env["PYTHONPATH"] = tree
     port = _free_port()
     url = f"http://127.0.0.1:{port}"
-    spec = f"sim:{args.profile}?time_scale={args.time_scale}"
     argv = [sys.executable, "-m", "duckdb_sem.cli.main", "serve", "--cache", "off",
             "--listen", f"127.0.0.1:{port}"]  # fmt: skip
-    replicas: list[subprocess.Popen[bytes]] = []
     for _ in range(args.replicas):
         if args.servers:  # a SIMULATED OpenAI-compatible server per replica, as vLLM would be
             sim_port = _free_port()
-            replicas.append(subprocess.Popen(
+            procs.append(subprocess.Popen(
                 [sys.executable, "-m", "duckdb_sem.cli.main", "sim-server", "--profile",
                  args.profile, "--time-scale", str(args.time_scale), "--listen",
-                 f"127.0.0.1:{sim_port}"], stderr=subprocess.DEVNULL,
+                 f"127.0.0.1:{sim_port}"], stderr=subprocess.DEVNULL, env=env, cwd=tree,
             ))  # fmt: skip
             _wait(f"http://127.0.0.1:{sim_port}/v1/models")
             argv += ["--backend", f"openai:http://127.0.0.1:{sim_port}/v1?concurrency=64"]
         else:
             argv += ["--backend", spec]
-    server = subprocess.Popen(argv, stderr=subprocess.DEVNULL)
-    try:
-        _wait(f"{url}/v1/health")
-        rows = []
-        for load in args.loads:
-            row = _level(url, server.pid, args, load)
-            print(json.dumps({k: round(v, 1) for k, v in row.items()}), flush=True)
-            rows.append(row)
-    finally:
-        for proc in (server, *replicas):
-            proc.terminate()
-            proc.wait(10)
-    _write(args, "openai: -> sim-server " + spec if args.servers else spec, rows)
+    server = subprocess.Popen(argv, stderr=subprocess.DEVNULL, env=env, cwd=tree)
+    procs.append(server)
+    _wait(f"{url}/v1/health")
+    return url, server.pid
 
 
 def _wait(url: str) -> None:
@@ -201,6 +290,7 @@ def _wait(url: str) -> None:
 
 
 def _write(args: argparse.Namespace, spec: str, rows: list[dict[str, Any]]) -> None:
+    builds = list(dict.fromkeys(r["build"] for r in rows))
     lines = [
         "# The scheduler sidecar under load (SIMULATED replicas)",
         "",
@@ -208,24 +298,33 @@ def _write(args: argparse.Namespace, spec: str, rows: list[dict[str, Any]]) -> N
         f"{args.time_scale:g}; at 0 replicas answer at once, so the sidecar is the bottleneck), "
         f"{args.queries} concurrent client queries in {args.procs} client processes on the "
         f"same {os.cpu_count()}-CPU machine, SEUs of {args.rows} distinct ~300-token filter "
-        f"requests, cache off, {args.seconds:.0f} s per offered load.",
+        f"requests, cache off, {args.seconds:.0f} s per offered load"
+        + (", this tree and the baseline taking turns at each load." if len(builds) > 1 else "."),
         "",
-        "| offered req/s | answered req/s | P50 ms | P99 ms | sidecar CPU us/request "
+        "| build | offered req/s | answered req/s | P50 ms | P99 ms | sidecar CPU us/request "
         "| max queued requests |",
-        "|---|---|---|---|---|---|",
+        "|---|---|---|---|---|---|---|",
     ]
-    for r in rows:
+    for r in sorted(rows, key=lambda r: (builds.index(r["build"]), r["offered"])):
         lines.append(
-            f"| {r['offered']:.0f} | {r['answered_per_s']:.0f} | {r['p50_ms']:.1f} | "
-            f"{r['p99_ms']:.1f} | {r['cpu_us_per_request']:.0f} | {r['max_queued']} |"
+            f"| {r['build']} | {r['offered']:.0f} | {r['answered_per_s']:.0f} | "
+            f"{r['p50_ms']:.1f} | {r['p99_ms']:.1f} | {r['cpu_us_per_request']:.0f} | "
+            f"{r['max_queued']} |"
         )
-    best = min(r["cpu_us_per_request"] for r in rows)
+    lines.append("")
+    for build in builds:
+        mine = [r for r in rows if r["build"] == build]
+        best = min(r["cpu_us_per_request"] for r in mine)
+        lines.append(
+            f"{build}: one core's ceiling at the lowest CPU per request ({best:.0f} us): "
+            f"{1e6 / best:,.0f} requests/s; most answered {max(r['answered_per_s'] for r in mine):,.0f}/s."
+        )
     lines += [
         "",
-        f"One core's ceiling at the lowest CPU per request: {1e6 / best:,.0f} requests/s.",
-        "",
         "Reproduce: `python benchmarks/bench_sidecar_load.py --loads "
-        f"{' '.join(f'{x:.0f}' for x in args.loads)} --seconds {args.seconds:.0f}`",
+        f"{' '.join(f'{x:.0f}' for x in args.loads)} --seconds {args.seconds:.0f}"
+        + (" --baseline DIR" if len(builds) > 1 else "")
+        + "`",
         "",
     ]
     args.out.parent.mkdir(parents=True, exist_ok=True)
@@ -235,19 +334,27 @@ def _write(args: argparse.Namespace, spec: str, rows: list[dict[str, Any]]) -> N
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    fig, (a, b) = plt.subplots(1, 2, figsize=(10, 4))
-    offered = [r["offered"] for r in rows]
-    a.plot(offered, [r["answered_per_s"] for r in rows], "o-", label="answered")
-    a.plot(offered, offered, "k--", label="offered")
+    fig, (a, b, c) = plt.subplots(1, 3, figsize=(14, 4))
+    for build in builds:
+        mine = [r for r in rows if r["build"] == build]
+        offered = [r["offered"] for r in mine]
+        a.plot(offered, [r["answered_per_s"] for r in mine], "o-", label=f"{build}: answered")
+        b.plot(offered, [r["p50_ms"] for r in mine], "o-", label=f"{build}: P50")
+        b.plot(offered, [r["p99_ms"] for r in mine], "s--", label=f"{build}: P99")
+        c.plot(offered, [r["cpu_us_per_request"] for r in mine], "o-", label=build)
+    offered = sorted({r["offered"] for r in rows})
+    a.plot(offered, offered, "k:", label="offered")
     a.set_xlabel("offered requests/s")
     a.set_ylabel("requests/s")
     a.legend()
-    b.plot(offered, [r["p50_ms"] for r in rows], "o-", label="P50")
-    b.plot(offered, [r["p99_ms"] for r in rows], "s-", label="P99")
     b.set_xlabel("offered requests/s")
     b.set_ylabel("SEU latency (ms)")
     b.set_yscale("log")
-    b.legend()
+    b.legend(fontsize=7)
+    c.set_xlabel("offered requests/s")
+    c.set_ylabel("sidecar CPU us / request")
+    c.set_ylim(bottom=0)
+    c.legend()
     fig.suptitle("Scheduler sidecar under load (SIMULATED replicas)")
     fig.tight_layout()
     fig.savefig(args.out.with_suffix(".png"), dpi=100)

@@ -34,6 +34,7 @@ __all__ = [
     "RowTemplate",
     "Task",
     "json_default",
+    "signatures",
 ]
 
 #: Neutral values for a template's fields in content-free calibration rows (Zhao et al. 2021
@@ -199,13 +200,40 @@ class LLMRequest:
         """A stable hash of everything that determines the answer on ``backend_id``: the
         digest of what the rows of one operator share (computed once per operator), then the
         row itself, so a row costs one short hash."""
-        shared = _shared_digest(backend_id, self.operator, self.prefix, self.output, self.params,
-                                self.template.pieces if self.template is not None else None)  # fmt: skip
+        return self._row_signature(self._shared(backend_id))
+
+    def _shared(self, backend_id: str) -> bytes:
+        return _shared_digest(backend_id, self.operator, self.prefix, self.output, self.params,
+                              self.template.pieces if self.template is not None else None)  # fmt: skip
+
+    def _row_signature(self, shared: bytes) -> str:
         digest = hashlib.sha256(shared)
         digest.update(self.row.encode("utf-8", "surrogatepass"))
         if self.guard is not None:
             digest.update(b"\x00guard" + self.guard.digest())
         return digest.hexdigest()
+
+
+def signatures(requests: Sequence[LLMRequest], backend_id: str) -> list[str]:
+    """``[r.signature(backend_id) for r in requests]``, with the shared digest looked up once
+    for each run of rows that share their operator's parts (the same objects, as an SEU's rows
+    decoded by the sidecar do): hashing the lookup's key was a cost per row."""
+    out: list[str] = []
+    last: LLMRequest | None = None
+    shared = b""
+    for r in requests:
+        if not (
+            last is not None
+            and r.prefix is last.prefix
+            and r.output is last.output
+            and r.params is last.params
+            and r.template is last.template
+            and r.operator is last.operator
+        ):
+            shared = r._shared(backend_id)
+            last = r
+        out.append(r._row_signature(shared))
+    return out
 
 
 @functools.lru_cache(maxsize=4096)

@@ -30,7 +30,7 @@ from duckdb_sem.backends.base import Backend
 from duckdb_sem.backends.tokens import request_tokens
 from duckdb_sem.cache.store import LLMCache
 from duckdb_sem.errors import QueryCancelledError, SchedulerError
-from duckdb_sem.llm.request import Completion
+from duckdb_sem.llm.request import Completion, signatures
 from duckdb_sem.scheduler.accounting import QueryState, ThroughputWindow, Usage
 from duckdb_sem.scheduler.admission import (
     ReplicaLimits,
@@ -132,7 +132,7 @@ class Scheduler:
         if seu.query_id in self._cancelled:  # read without the lock: checked again below
             future.set_exception(QueryCancelledError(f"query {seu.query_id} was cancelled"))
             return future
-        sigs = [r.signature(self.backend_id) for r in seu.requests]
+        sigs = signatures(seu.requests, self.backend_id)
         cached = cache.get_many(sigs) if cache is not None else {}
         with self._lock:
             if self._closed:

@@ -3,17 +3,22 @@
 A sidecar handler thread blocks on an SEU's future until the scheduler answers it; without a
 watch, a client process that died (or closed its connection) would leave its queries queued
 and running until they finished for nobody. :class:`HangupWatch` keeps one ``epoll`` over the
-connections whose SEUs wait: HTTP/1.1 clients send nothing more on a connection before its
-answer, so a connection that becomes readable while it waits has been closed by the peer
-(``recv(MSG_PEEK)`` returns nothing, or the kernel says ``EPOLLRDHUP``/``EPOLLHUP``). Then the
-watch calls ``on_hangup(query_id)`` (the scheduler's ``cancel``) and marks the wait, so the
-handler drops the connection instead of answering it.
+open connections, each registered once for its life (:meth:`~HangupWatch.add`,
+:meth:`~HangupWatch.discard`) for the peer's hang-up only (``EPOLLRDHUP``, ``EPOLLHUP``,
+``EPOLLERR``), not for data: a request arriving is the handler's to read. A hang-up during an
+SEU's wait (:meth:`~HangupWatch.watching`) calls ``on_hangup(query_id)`` (the scheduler's
+``cancel``) and marks the wait, so the handler drops the connection instead of answering it;
+one that came before the wait began is acted on when it begins. Registering once per
+connection, not once per SEU, keeps two ``epoll_ctl`` calls (each a GIL release and
+re-acquire under load) off every SEU (benchmarks/bench_sidecar_load.py).
 
 Example:
     >>> watch = HangupWatch(print)
+    >>> # watch.add(connection)  (when the connection is accepted)
     >>> # with watch.watching(connection, seu.query_id) as peer:
-    >>> #     concurrent.futures.wait([future])
+    >>> #     future.exception()  (waits)
     >>> # if peer.gone: ... the client left; do not answer
+    >>> # watch.discard(connection)  (when it is closed)
     >>> watch.close()
 """
 
@@ -38,15 +43,17 @@ _POLL_S = 0.5
 
 @dataclass(eq=False)
 class Peer:
-    """One watched wait: ``gone`` turns true when the client hung up during it."""
+    """One open connection: ``query_id`` while an SEU of it waits; ``gone`` turns true when
+    the client hung up during that wait; ``closed`` once it hung up at all."""
 
     sock: socket.socket
-    query_id: str
+    query_id: str | None = None
     gone: bool = False
+    closed: bool = False
 
 
 class HangupWatch:
-    """One thread and one ``epoll`` for every connection whose SEU waits (thread-safe)."""
+    """One thread and one ``epoll`` for every open connection (thread-safe)."""
 
     def __init__(self, on_hangup: Callable[[str], None]) -> None:
         self._on_hangup = on_hangup
@@ -56,33 +63,66 @@ class HangupWatch:
         self._thread: threading.Thread | None = None
         self._closed = False
 
-    @contextlib.contextmanager
-    def watching(self, sock: socket.socket, query_id: str) -> Iterator[Peer]:
-        """Watch ``sock`` while the caller waits for its SEU's answer."""
-        peer = Peer(sock, query_id)
-        fd = sock.fileno()
+    def add(self, sock: socket.socket) -> Peer:
+        """Watch a newly accepted connection for the peer hanging up."""
+        peer = Peer(sock)
         with self._lock:
             if self._closed:
-                yield peer
-                return
+                return peer
+            fd = sock.fileno()
             self._peers[fd] = peer
-            self._epoll.register(fd, select.EPOLLIN | select.EPOLLRDHUP)
+            try:
+                self._epoll.register(fd, _GONE)
+            except (OSError, ValueError):  # closed already: nothing to watch
+                del self._peers[fd]
+                peer.closed = True
+                return peer
             if self._thread is None:
                 self._thread = threading.Thread(
                     target=self._run, name="sem-sidecar-hangups", daemon=True
                 )
                 self._thread.start()
+        return peer
+
+    def discard(self, sock: socket.socket) -> None:
+        """Stop watching a connection (before it is closed)."""
+        with contextlib.suppress(OSError, ValueError):
+            self._forget(sock.fileno(), None)
+
+    @contextlib.contextmanager
+    def watching(self, sock: socket.socket, query_id: str) -> Iterator[Peer]:
+        """Mark ``sock``'s SEU of ``query_id`` as waiting while the caller waits for it."""
+        with self._lock:
+            peer = self._peers.get(sock.fileno())
+        if peer is None or peer.sock is not sock:
+            peer = self.add(sock)
+        peer.gone = False
+        peer.query_id = query_id
+        if peer.closed:  # it hung up before its SEU began to wait
+            self._hung_up(peer)
         try:
             yield peer
         finally:
-            self._forget(fd, peer)
+            peer.query_id = None
 
-    def _forget(self, fd: int, peer: Peer) -> None:
+    def _forget(self, fd: int, peer: Peer | None) -> None:
         with self._lock:
-            if self._peers.get(fd) is peer:
+            known = self._peers.get(fd)
+            if known is not None and (peer is None or known is peer):
                 del self._peers[fd]
                 with contextlib.suppress(OSError, ValueError):
                     self._epoll.unregister(fd)
+
+    def _hung_up(self, peer: Peer) -> None:
+        query_id = peer.query_id
+        if query_id is None or peer.gone:
+            return
+        peer.gone = True
+        log.info("sidecar: a client hung up; cancelling query %s", query_id)
+        try:
+            self._on_hangup(query_id)
+        except Exception as err:  # noqa: BLE001 - the watch must go on
+            log.warning("cancelling query %s failed: %s", query_id, err)
 
     def _run(self) -> None:
         while not self._closed:
@@ -90,32 +130,17 @@ class HangupWatch:
                 events = self._epoll.poll(_POLL_S)
             except (OSError, ValueError):  # closed under us
                 return
-            for fd, mask in events:
+            for fd, _mask in events:
                 with self._lock:
                     peer = self._peers.get(fd)
                 if peer is None:
                     continue
-                gone = bool(mask & _GONE) or _closed_by_peer(peer.sock)
-                self._forget(fd, peer)  # readable and not closed: not ours to read, stop
-                if gone:
-                    peer.gone = True
-                    log.info("sidecar: a client hung up; cancelling query %s", peer.query_id)
-                    try:
-                        self._on_hangup(peer.query_id)
-                    except Exception as err:  # noqa: BLE001 - the watch must go on
-                        log.warning("cancelling query %s failed: %s", peer.query_id, err)
+                peer.closed = True
+                self._forget(fd, peer)  # a hang-up is reported once
+                self._hung_up(peer)
 
     def close(self) -> None:
         with self._lock:
             self._closed = True
             self._peers.clear()
         self._epoll.close()
-
-
-def _closed_by_peer(sock: socket.socket) -> bool:
-    try:
-        return sock.recv(1, socket.MSG_PEEK | socket.MSG_DONTWAIT) == b""
-    except BlockingIOError:
-        return False
-    except OSError:
-        return True

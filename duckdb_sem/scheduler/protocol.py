@@ -62,8 +62,12 @@ def _request_to_json(r: LLMRequest) -> list[Any]:
     ]
 
 
-def _request_from_json(raw: list[Any]) -> LLMRequest:
-    op, prefix, row, task, sql_type, max_tokens, temperature, seed, *rest = raw
+#: what the rows of one operator share: operator, output, decoding, template, guard
+_Shape = tuple[OperatorKind, OutputSpec, DecodingParams, RowTemplate | None, OutputGuard | None]
+
+
+def _shape_from_json(raw: list[Any]) -> _Shape:
+    op, _prefix, _row, task, sql_type, max_tokens, temperature, seed, *rest = raw
     # labels and template trail (absent from clients older than closed answers)
     labels = tuple(str(x) for x in rest[0]) if rest and rest[0] else ()
     unrendered = rest[1] if len(rest) > 1 else None
@@ -73,15 +77,26 @@ def _request_from_json(raw: list[Any]) -> LLMRequest:
         if not unrendered
         else RowTemplate(tuple(map(str, unrendered[0])), tuple(map(str, unrendered[1])))
     )
-    return LLMRequest(
-        operator=OperatorKind(op),
-        prefix=str(prefix),
-        row=str(row),
-        output=OutputSpec(Task(task), str(sql_type), labels),
-        params=DecodingParams(int(max_tokens), float(temperature), int(seed)),
-        template=template,
-        guard=None if not guarded else OutputGuard(tuple(map(str, guarded[0])), int(guarded[1])),
+    return (
+        OperatorKind(op),
+        OutputSpec(Task(task), str(sql_type), labels),
+        DecodingParams(int(max_tokens), float(temperature), int(seed)),
+        template,
+        None if not guarded else OutputGuard(tuple(map(str, guarded[0])), int(guarded[1])),
     )
+
+
+def _request_from_json(raw: list[Any], shapes: dict[str, _Shape] | None = None) -> LLMRequest:
+    """One request; ``shapes`` memoizes the parts the rows of an SEU share, so they are
+    validated and built once per SEU rather than once per row."""
+    key = repr([raw[0], *raw[3:]])
+    shape = shapes.get(key) if shapes is not None else None
+    if shape is None:
+        shape = _shape_from_json(raw)
+        if shapes is not None:
+            shapes[key] = shape
+    operator, output, params, template, guard = shape
+    return LLMRequest(operator, str(raw[1]), str(raw[2]), output, params, template, guard)
 
 
 def encode_seu(seu: SEU) -> bytes:
@@ -107,11 +122,12 @@ def encode_seu(seu: SEU) -> bytes:
 def decode_seu(data: bytes) -> SEU:
     body = json.loads(data)
     prefixes = body["prefixes"]
+    shapes: dict[str, _Shape] = {}
     requests = []
     for item in body["requests"]:
         item = list(item)
         item[1] = prefixes[int(item[1])]
-        requests.append(_request_from_json(item))
+        requests.append(_request_from_json(item, shapes))
     return SEU(
         query_id=str(body["query_id"]),
         operator=str(body.get("operator", "")),

@@ -29,3 +29,18 @@ def test_requests_from_older_clients_still_decode() -> None:
     body["requests"] = [item[:8] for item in body["requests"]]  # no labels, no template
     (request,) = decode_seu(json.dumps(body).encode()).requests
     assert request.template is None and request.output.labels == ()
+
+
+def test_rows_of_different_shapes_in_one_seu_keep_their_own_shape() -> None:
+    # the decoder builds what an SEU's rows share once: rows that differ in anything but the
+    # row text must still come back different
+    requests = (
+        build_request(OperatorKind.MAP, "a", max_tokens=8),
+        build_request(OperatorKind.MAP, "b", max_tokens=9),
+        build_request(OperatorKind.MAP, "c", max_tokens=8, output_type="INTEGER"),
+        build_request(OperatorKind.FILTER, "d"),
+        build_request(OperatorKind.MAP, "e", max_tokens=8),
+    )
+    back = decode_seu(encode_seu(SEU("q", "op", requests, 1.0)))
+    assert back.requests == requests
+    assert back.requests[0].output is back.requests[4].output  # built once, shared

@@ -7,7 +7,16 @@ import dataclasses
 from hypothesis import given
 from hypothesis import strategies as st
 
-from duckdb_sem.llm.request import DecodingParams, LLMRequest, OperatorKind, OutputSpec, Task
+from duckdb_sem.llm.prompts import build_request
+from duckdb_sem.llm.request import (
+    DecodingParams,
+    LLMRequest,
+    OperatorKind,
+    OutputSpec,
+    RowTemplate,
+    Task,
+    signatures,
+)
 from duckdb_sem.scheduler.signatures import batch_signature, input_signature, operator_signature
 
 text = st.text(max_size=30)
@@ -112,3 +121,19 @@ def test_operator_signature_covers_its_whole_upstream_subplan(
         operator_signature("m", "map", t2, output_type="VARCHAR", params=p, predecessors=[filt])
         != mapped
     )
+
+
+def test_signatures_of_many_equal_each_ones_own() -> None:
+    base = build_request(OperatorKind.FILTER, "row a")
+    rows = [
+        base,
+        dataclasses.replace(base, row="row b"),  # shares every part with the one before
+        dataclasses.replace(base, row="row b", params=DecodingParams(max_tokens=9)),
+        dataclasses.replace(base, row="row b", output=OutputSpec(Task.GENERATE, "VARCHAR")),
+        dataclasses.replace(base, row="row b", prefix=base.prefix + " More."),
+        dataclasses.replace(base, row="row b", operator=OperatorKind.JOIN),
+        dataclasses.replace(base, row="row b", template=RowTemplate(("Is ", "?"), ("t",))),
+        base,
+    ]
+    assert signatures(rows, "b") == [r.signature("b") for r in rows]
+    assert len(set(signatures(rows, "b")[1:7])) == 6

@@ -28,11 +28,11 @@ from __future__ import annotations
 
 import threading
 from collections import OrderedDict, deque
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from duckdb_sem.backends.sim.profiles import SimProfile
 
-__all__ = ["CostModel", "SeqState", "StepResult"]
+__all__ = ["CostModel", "SeqBatch", "SeqState", "StepResult", "mark_done"]
 
 
 @dataclass(slots=True, eq=False)
@@ -52,7 +52,9 @@ class SeqState:
     first_token_at: float | None = None
     finished_at: float | None = None
     aborted: bool = False
-    done: threading.Event = field(default_factory=threading.Event)
+    done: bool = False  # finished or aborted (set under the engine's lock)
+    #: the submitted batch it belongs to, woken once when its last sequence is done
+    batch: SeqBatch | None = None
 
     @property
     def in_prefill(self) -> bool:
@@ -61,6 +63,34 @@ class SeqState:
     @property
     def kv_tokens(self) -> int:
         return self.prompt_tokens + self.output_tokens
+
+
+class SeqBatch:
+    """The sequences of one ``submit``: one event for all of them, set when the last is done
+    (an event per sequence cost its caller a wake-up per row)."""
+
+    __slots__ = ("event", "left")
+
+    def __init__(self, size: int) -> None:
+        self.left = size
+        self.event = threading.Event()
+        if size <= 0:
+            self.event.set()
+
+    def finish_one(self) -> None:
+        self.left -= 1
+        if self.left <= 0:
+            self.event.set()
+
+
+def mark_done(seq: SeqState) -> bool:
+    """Mark ``seq`` done (once); False when it already was. Called under the engine's lock."""
+    if seq.done:
+        return False
+    seq.done = True
+    if seq.batch is not None:
+        seq.batch.finish_one()
+    return True
 
 
 @dataclass(frozen=True, slots=True)

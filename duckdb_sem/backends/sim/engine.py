@@ -16,7 +16,7 @@ from collections import deque
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
-from duckdb_sem.backends.sim.cost_model import CostModel, SeqState
+from duckdb_sem.backends.sim.cost_model import CostModel, SeqBatch, SeqState, mark_done
 from duckdb_sem.backends.sim.profiles import SimProfile
 from duckdb_sem.errors import BackendUnavailableError
 
@@ -105,6 +105,8 @@ class VirtualEngine:
                 raise BackendUnavailableError(
                     "the SIMULATED engine is closed; create a new backend"
                 )
+            shapes = list(shapes)
+            batch = SeqBatch(len(shapes))
             seqs = []
             for prompt, output, prefix_key, prefix_tokens in shapes:
                 seq = SeqState(
@@ -114,6 +116,7 @@ class VirtualEngine:
                     prefix_key=prefix_key,
                     prefix_tokens=prefix_tokens,
                     arrival=self._clock,
+                    batch=batch,
                 )
                 self._next_id += 1
                 seqs.append(seq)
@@ -127,22 +130,24 @@ class VirtualEngine:
         return seqs
 
     def wait(self, seqs: Iterable[SeqState]) -> None:
-        for seq in seqs:
-            seq.done.wait()
+        """Until every one of ``seqs`` is done (finished or aborted)."""
+        batches = {id(s.batch): s.batch for s in seqs if s.batch is not None}
+        for batch in batches.values():
+            batch.event.wait()
 
     def abort(self, seqs: Iterable[SeqState]) -> int:
         """Drop the given sequences wherever they are; returns how many were still live."""
         count = 0
         with self._cond:
             for seq in seqs:
-                if seq.done.is_set():
+                if seq.done:
                     continue
                 if seq in self._waiting:
                     self._waiting.remove(seq)
                 if seq in self._running:
                     self._running.remove(seq)
                 seq.aborted = True
-                seq.done.set()
+                mark_done(seq)
                 count += 1
             self._totals[5] += count
         return count
@@ -181,4 +186,4 @@ class VirtualEngine:
                 t[4] += len(result.finished)
                 t[6] += result.queried_tokens
                 for seq in result.finished:
-                    seq.done.set()
+                    mark_done(seq)
