@@ -33,6 +33,8 @@ from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from duckdb_sem.backends.tokens import estimate_tokens
+
 __all__ = ["Block", "BlockPool", "prompt_block_hashes"]
 
 _PIECE = re.compile(r"\S{1,4}")
@@ -121,10 +123,19 @@ def _pieces(text: str) -> tuple[str, ...]:
     return tuple(_PIECE.findall(text))
 
 
+def _fit(tokens: tuple[str, ...], n: int, filler: str) -> tuple[str, ...]:
+    """``tokens`` cut or padded (with ``filler``) to ``n``: the count the cost model charges."""
+    return tokens[:n] if len(tokens) >= n else tokens + (filler,) * (n - len(tokens))
+
+
 @functools.lru_cache(maxsize=1024)
 def _lead(prefix: str, header: int, block_size: int) -> tuple[tuple[int, ...], tuple[str, ...]]:
-    """Hashes of the full blocks of (header, prefix) and the tokens left over (shared by rows)."""
-    tokens = (_HEADER,) * header + _pieces(prefix) + ("<|end|>",)
+    """Hashes of the full blocks of (header, prefix) and the tokens left over (shared by rows).
+
+    The prefix takes exactly the tokens the cost model charges it, so a row's tokens always
+    start at the same offset and its blocks depend on it, however the pseudo-tokens count."""
+    tokens = (_HEADER,) * header + _pieces(prefix)
+    tokens = _fit(tokens, header + estimate_tokens(prefix), f"<|pad|>{prefix}")
     full = len(tokens) // block_size
     hashes, parent = [], 0
     for j in range(full):
@@ -139,8 +150,9 @@ def prompt_block_hashes(
     """Chained hashes of the full blocks of a ``prompt_tokens``-token prompt laid out as
     (template header, ``prefix``, ``row``, template trailer), in SIMULATED pseudo-tokens.
 
-    The pseudo-token stream is cut or padded (with the row's own filler) to ``prompt_tokens``,
-    the count the cost model charges, so the number of blocks matches the prompt's length.
+    Each part is cut or padded (with its own filler) to the tokens the cost model charges it
+    (``estimate_tokens``; the rest of ``prompt_tokens`` for the row and trailer), so the
+    number of blocks matches the prompt's length and every row block depends on the row.
     """
     header = template_tokens // 2
     lead, rest = _lead(prefix, header, block_size)
@@ -148,9 +160,7 @@ def prompt_block_hashes(
     if full <= len(lead):
         return lead[:full]
     tail = rest + _pieces(row) + ("<|trailer|>",) * (template_tokens - header)
-    need = prompt_tokens - len(lead) * block_size
-    if len(tail) < need:
-        tail += (f"<|pad|>{row}",) * (need - len(tail))
+    tail = _fit(tail, prompt_tokens - len(lead) * block_size, f"<|pad|>{row}")
     hashes = list(lead)
     parent = lead[-1] if lead else 0
     for j in range(full - len(lead)):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from duckdb_sem.backends.sim.blocks import BlockPool, prompt_block_hashes
+from duckdb_sem.backends.tokens import estimate_tokens
 
 _KW = {"template_tokens": 12, "block_size": 16}
 
@@ -26,6 +27,21 @@ def test_equal_leading_text_shares_blocks_whatever_follows() -> None:
     c = prompt_block_hashes("Something else entirely. " + common, "r", prompt_tokens=200, **_KW)
     assert a[:4] == b[:4] and a[-1] != b[-1]
     assert a[0] != c[0]
+
+
+def test_a_long_prefix_that_counts_more_pseudo_tokens_still_leaves_the_row_its_blocks() -> None:
+    # five-letter words are two pseudo-tokens each, charged 1.5 (about 4 characters a token):
+    # the prefix's 600 pseudo-tokens outnumber its 450 charged ones by more than a row
+    prefix = "abcde " * 300
+    row_a, row_b = "first row " * 20, "other row " * 20
+    charged = 6 + estimate_tokens(prefix)
+    prompt = charged + estimate_tokens(row_a) + 6
+    a = prompt_block_hashes(prefix, row_a, prompt_tokens=prompt, **_KW)
+    b = prompt_block_hashes(prefix, row_b, prompt_tokens=prompt, **_KW)
+    assert a[: charged // 16] == b[: charged // 16]
+    assert a[charged // 16 + 1 :] and all(
+        x != y for x, y in zip(a[charged // 16 + 1 :], b[charged // 16 + 1 :], strict=True)
+    )
 
 
 def test_a_short_prompt_has_no_full_block_and_a_long_one_is_padded_to_its_length() -> None:
