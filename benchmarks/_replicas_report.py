@@ -196,7 +196,7 @@ def _real(real: list[dict[str, Any]], args: argparse.Namespace) -> list[str]:
         f"queries at once, sim servers at time_scale {args.time_scale}",
         "",
         "N `duckdb-sem sim-server` processes; `vllm-router` is started by the benchmark in front "
-        "of them (`--policy cache_aware`, its defaults otherwise) and our scheduler sees it as "
+        "of them (`--policy cache_aware`, and `round_robin` as a control; its defaults otherwise) and our scheduler sees it as "
         "one `openai:` backend. The hit rate is the servers' own `/metrics`.",
         "",
         "| replicas | placement | makespan (s) | throughput (q/s) | P50 (s) | P99 (s) | "

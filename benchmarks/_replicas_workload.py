@@ -10,8 +10,8 @@ call (``examples :=``, which join the shared prefix: ``llm.prompts.with_examples
 user tuning a query writes them. A query is a (tenant, query) pair: ``TENANTS`` tenants each
 run the query set with their own examples, ``EXAMPLES`` per call, taken from the call's own
 rows (input) and recorded answers (output), seeded by (tenant, query, call). So prefixes are
-long (hundreds to thousands of tokens), many (the whole set's KV is several replicas'
-budgets), and recur when a tenant's query arrives again. The report prints their KV against
+long (hundreds to thousands of tokens), many (the whole set's KV is more than one
+replica's budget), and recur when a tenant's query arrives again. The report prints their KV against
 one replica's budget. Neither number was tuned on the results.
 """
 
