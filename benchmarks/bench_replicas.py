@@ -1,9 +1,10 @@
 """Benchmark (information, SIMULATED): N replicas, least-loaded against cache-aware placement.
 
 SeqoFlow-style continuous arrival (``bench_arrival``'s Static-1 traces of the query set) on 1,
-2, 4 and 8 SIMULATED Qwen3-32B/H200 replicas whose prefix caches share each replica's KV budget
-with LRU eviction (``backends/sim/cost_model.py``). Two parts, both through the real
-:class:`~duckdb_sem.scheduler.core.Scheduler`:
+2, 4 and 8 SIMULATED Qwen3-32B/H200 replicas, each with vLLM's automatic prefix caching over
+its own KV budget (``backends/sim/blocks.py``), for two workloads (``_replicas_workload.py``):
+the query set as written, and with per-call few-shot examples. Two parts, both through the
+real :class:`~duckdb_sem.scheduler.core.Scheduler`:
 
 - **virtual clock** (no real sleeping, so not disturbed by a busy CPU): ``bench_scheduler``'s
   discrete-event loop sweeps offered load per replica count, for the scheduler's placements
@@ -12,11 +13,13 @@ with LRU eviction (``backends/sim/cost_model.py``). Two parts, both through the 
   efficiency per replica (capacity at N / (N x capacity at 1)), all ratios of one run.
 - **real time** (short): N ``duckdb-sem sim-server`` processes (``--time-scale``), and a burst of
   queries replayed through the scheduler with N ``openai:`` backends (least-loaded,
-  prefix-affinity) or one ``openai:`` backend pointing at ``vllm-router --policy cache_aware``
-  started in front of the N servers, as a user would run it. Reports makespan, P50/P99 and the
-  servers' own prefix hit rate (``vllm:prefix_cache_hits/queries`` from their ``/metrics``).
+  prefix-affinity) or one ``openai:`` backend pointing at ``vllm-router`` started in front of
+  the N servers as a user would run it (``--policy cache_aware``, and ``round_robin`` as a
+  control). Reports makespan, P50/P99 and the servers' own prefix hit rate
+  (``vllm:prefix_cache_hits/queries`` from their ``/metrics``).
 
 Writes ``results/replicas.{csv,md,png}``. Every figure is SIMULATED; real-time ones are marked.
+The parts can run apart and be merged (``--real-only``, ``--report-from``; docs/benchmarks.md).
 
     python benchmarks/bench_replicas.py [--queries 60 --replicas 1 2 4 8 --real-queries 8]
 """
@@ -24,7 +27,7 @@ Writes ``results/replicas.{csv,md,png}``. Every figure is SIMULATED; real-time o
 from __future__ import annotations
 
 import argparse
-import csv
+import random
 import sys
 import time
 from pathlib import Path
@@ -32,8 +35,10 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+import _replicas_report
 import bench_arrival as arrival
 import bench_scheduler as sched_bench
+from _replicas_workload import TENANTS, WORKLOADS, FewShot
 from _results import RESULTS
 from workloads.queries import QUERIES
 from workloads.runner import Step, run_query, written_plan
@@ -64,8 +69,9 @@ class ReplicaLoop(arrival.ArrivalLoop):
         self.cached += result.cached_tokens
 
 
-def traces() -> dict[str, list[Step]]:
-    """Static-1 traces of every query (the plan of its SQL as written), answers recorded."""
+def traces() -> tuple[dict[str, list[Step]], FewShot]:
+    """Static-1 traces of every query (the plan of its SQL as written), answers recorded, and
+    the few-shot workload built on them."""
     out = {}
     for q in QUERIES:
         outcome = run_query(q, "static", plan=written_plan(q, q.sql))
@@ -73,12 +79,38 @@ def traces() -> dict[str, list[Step]]:
         for step in outcome.trace:
             for r, c in zip(step.requests, step.completions, strict=True):
                 arrival.ANSWERS[(r.prefix, r.row)] = c
-    sched_bench._answer = arrival._answer  # the loop asks this module-level hook for answers
-    return out
+    few = FewShot(out, arrival.ANSWERS)
+    sched_bench._answer = few.answer  # the loop asks this module-level hook for answers
+    return out, few
+
+
+def add_arrivals(
+    loop: ReplicaLoop,
+    tr: dict[str, list[Step]],
+    few: FewShot | None,
+    n: int,
+    rate: float,
+    seed: int,
+) -> None:
+    """``bench_arrival``'s Poisson arrivals; with ``few`` each query is a seeded (tenant,
+    query) pair carrying that tenant's few-shot examples."""
+    if few is None:
+        arrival.add_arrivals(loop, tr, n, rate, seed)
+        return
+    rnd = random.Random(seed)
+    tenants = random.Random(f"tenants/{seed}")  # apart, so the query mix is as-written's
+    names = sorted(tr)
+    t = 0.0
+    for i in range(n):
+        t += rnd.expovariate(rate)
+        name = rnd.choice(names)
+        tenant = tenants.randrange(TENANTS)
+        loop.add_query(t, f"q{i}", name, arrival.replay(few.trace(tenant, name)))
 
 
 def run_virtual(
     tr: dict[str, list[Step]],
+    few: FewShot | None,
     *,
     n: int,
     rate: float,
@@ -88,38 +120,52 @@ def run_virtual(
     profile: str = PROFILE,
 ) -> dict[str, float]:
     loop = ReplicaLoop(replicas=replicas, placement=placement, profile=profile)
-    arrival.add_arrivals(loop, tr, n, rate, seed)
+    add_arrivals(loop, tr, few, n, rate, seed)
     end = loop.run()
-    return {**arrival.summary(loop, end), "hit_rate": loop.cached / max(1, loop.queried)}
+    # the same arrivals every run: the KV of their distinct prefixes, and of the whole pool
+    kv = float(few.prefix_tokens()) if few is not None else 0.0
+    pool = float(few.pool_prefix_tokens()) if few is not None else 0.0
+    return {
+        **arrival.summary(loop, end),
+        "hit_rate": loop.cached / max(1, loop.queried),
+        "prefix_kv_tokens": kv,
+        "pool_kv_tokens": pool,
+    }
 
 
-def virtual_sweep(tr: dict[str, list[Step]], args: argparse.Namespace) -> list[dict[str, Any]]:
+def virtual_sweep(
+    tr: dict[str, list[Step]], few: FewShot, args: argparse.Namespace
+) -> list[dict[str, Any]]:
     rows: list[dict[str, Any]] = []
-    for replicas in args.replicas:
-        # offered load relative to this N's least-loaded capacity (all queries at once)
-        mu = run_virtual(tr, n=args.queries, rate=1e6, replicas=replicas,
-                         placement="least-loaded", seed=args.seed,
-                         profile=args.profile)["throughput"]  # fmt: skip
-        for load in LOADS:
-            for placement in PLACEMENTS if replicas > 1 else PLACEMENTS[:1]:
-                started = time.perf_counter()
-                res = run_virtual(tr, n=args.queries, rate=load * mu, replicas=replicas,
-                                  placement=placement, seed=args.seed,
-                                  profile=args.profile)  # fmt: skip
-                rows.append({"replicas": replicas, "placement": placement, "load": load,
-                             "rate_qps": round(load * mu, 4),
-                             **{k: round(v, 4) for k, v in res.items()}})  # fmt: skip
-                print(f"N={replicas} {placement:15s} load {load:.2f} P50 {res['p50']:7.2f}s "
-                      f"P99 {res['p99']:7.2f}s thr {res['throughput']:.3f} q/s hit "
-                      f"{res['hit_rate']:.3f} ({time.perf_counter() - started:.1f}s)",
-                      flush=True)  # fmt: skip
+    for workload in args.workloads:
+        shots = few if workload == "few-shot" else None
+        for replicas in args.replicas:
+            # offered load relative to this N's least-loaded capacity (all queries at once)
+            mu = run_virtual(tr, shots, n=args.queries, rate=1e6, replicas=replicas,
+                             placement="least-loaded", seed=args.seed,
+                             profile=args.profile)["throughput"]  # fmt: skip
+            for load in args.loads:
+                for placement in PLACEMENTS if replicas > 1 else PLACEMENTS[:1]:
+                    started = time.perf_counter()
+                    res = run_virtual(tr, shots, n=args.queries, rate=load * mu,
+                                      replicas=replicas, placement=placement, seed=args.seed,
+                                      profile=args.profile)  # fmt: skip
+                    rows.append({"workload": workload, "replicas": replicas,
+                                 "placement": placement, "load": load,
+                                 "rate_qps": round(load * mu, 4),
+                                 **{k: round(v, 4) for k, v in res.items()}})  # fmt: skip
+                    print(f"{workload} N={replicas} {placement:15s} load {load:.2f} P50 "
+                          f"{res['p50']:7.2f}s P99 {res['p99']:7.2f}s thr "
+                          f"{res['throughput']:.3f} q/s hit {res['hit_rate']:.3f} "
+                          f"({time.perf_counter() - started:.1f}s)", flush=True)  # fmt: skip
     return rows
 
 
-def capacity_at(rows: list[dict[str, Any]], replicas: int, placement: str, slo: float) -> float:
-    mine = [r for r in rows if r["replicas"] == replicas and r["placement"] == placement]
-    if replicas == 1:
-        mine = [r for r in rows if r["replicas"] == 1]
+def capacity_at(
+    rows: list[dict[str, Any]], workload: str, replicas: int, placement: str, slo: float
+) -> float:
+    mine = [r for r in rows if r["workload"] == workload and r["replicas"] == replicas]
+    mine = [r for r in mine if replicas == 1 or r["placement"] == placement]
     return arrival.capacity_at([{**r, "strategy": "x"} for r in mine], "x", slo)
 
 
@@ -127,89 +173,46 @@ def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--queries", type=int, default=60, help="arrivals per load point")
     ap.add_argument("--replicas", type=int, nargs="+", default=[1, 2, 4, 8])
+    ap.add_argument("--workloads", nargs="+", default=list(WORKLOADS), choices=WORKLOADS)
+    ap.add_argument(
+        "--loads",
+        type=float,
+        nargs="+",
+        default=list(LOADS),
+        help="offered loads, as fractions of each N's least-loaded capacity",
+    )
+    ap.add_argument("--report-from", nargs="+", metavar="CSV",
+                    help="write the report from these runs' CSVs (virtual rows; <out>_real.csv "
+                    "for the real-time rows) instead of running")  # fmt: skip
     ap.add_argument("--real-queries", type=int, default=8, help="0 skips the real-time part")
+    ap.add_argument("--real-workload", default="few-shot", choices=WORKLOADS)
+    ap.add_argument("--real-only", action="store_true",
+                    help="only the real-time part, to <out>_real.csv (--report-from merges)")  # fmt: skip
     ap.add_argument("--time-scale", type=float, default=0.5)
     ap.add_argument("--profile", default=PROFILE, help="sim profile of each replica")
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--out", default="replicas")
     args = ap.parse_args(argv)
-    tr = traces()
-    rows = virtual_sweep(tr, args)
+    if args.report_from:
+        rows, real = _replicas_report.read(args.report_from, args.out)
+        args.workloads = [w for w in WORKLOADS if any(r["workload"] == w for r in rows)]
+        _replicas_report.write(rows, real, args, capacity_at)
+        plot(rows, args)
+        return
+    tr, few = traces()
+    if args.real_only:
+        import _replicas_real
+
+        shots = few if args.real_workload == "few-shot" else None
+        _replicas_report.save_real(_replicas_real.run_all(tr, shots, args), args.out)
+        return
+    rows = virtual_sweep(tr, few, args)
     real: list[dict[str, Any]] = []
     if args.real_queries:
         import _replicas_real
 
-        real = _replicas_real.run_all(tr, args)
-    write(rows, real, args)
-
-
-def write(rows: list[dict[str, Any]], real: list[dict[str, Any]], args: argparse.Namespace) -> None:
-    RESULTS.mkdir(exist_ok=True)
-    with open(RESULTS / f"{args.out}.csv", "w", newline="") as f:
-        w = csv.DictWriter(f, fieldnames=list(rows[0]))
-        w.writeheader()
-        w.writerows(rows)
-    base = min(r["p50"] for r in rows if r["replicas"] == min(args.replicas))
-    slos = [round(base * k, 2) for k in (2, 4)]
-    cmd = " ".join(["python benchmarks/bench_replicas.py", *sys.argv[1:]])
-    lines = [
-        f"# N replicas: least-loaded against prefix-affinity and vllm-router (SIMULATED, {args.profile})",
-        "",
-        f"Command: `{cmd}`. SIMULATED throughout: a vLLM-like cost model, not a GPU. Virtual-clock "
-        f"figures are exact for the model; the real-time table ran on a shared 2-core machine "
-        f"(machine shared, not a timing).",
-        "",
-        f"## Virtual clock: {args.queries} Poisson arrivals per point, policy {arrival.POLICY}",
-        "",
-        "| replicas | placement | load | rate (q/s) | P50 (s) | P99 (s) | throughput (q/s) | "
-        "prefix hit rate | GPU util |",
-        "|---" * 9 + "|",
-    ]
-    lines += [
-        f"| {r['replicas']} | {r['placement']} | {r['load']} | {r['rate_qps']} | {r['p50']} | "
-        f"{r['p99']} | {r['throughput']} | {r['hit_rate']} | {r['gpu_util']} |"
-        for r in rows
-    ]
-    lines += [
-        "",
-        "Throughput at equal P50 (highest offered rate whose P50 is within the SLO) and scaling "
-        "efficiency per replica (capacity at N / (N x capacity at 1 replica)):",
-        "",
-        "| P50 SLO (s) | replicas | least-loaded (q/s) | prefix-affinity (q/s) | "
-        "affinity / least-loaded | efficiency least-loaded | efficiency prefix-affinity |",
-        "|---" * 7 + "|",
-    ]
-    for slo in slos:
-        one = capacity_at(rows, 1, "least-loaded", slo) if 1 in args.replicas else 0.0
-        for n in args.replicas:
-            ll = capacity_at(rows, n, "least-loaded", slo)
-            pa = capacity_at(rows, n, "prefix-affinity", slo)
-            top = max(r["rate_qps"] for r in rows if r["replicas"] == n)
-            mark = ["≥" if c >= top else "" for c in (ll, pa)]  # the SLO held at every point
-            ratio = f"{pa / ll:.2f}x" if ll else "n/a"
-            eff = [
-                f"{m}{c / (n * one):.2f}" if one else "n/a"
-                for m, c in zip(mark, (ll, pa), strict=True)
-            ]
-            lines.append(f"| {slo} | {n} | {mark[0]}{ll:.3f} | {mark[1]}{pa:.3f} | {ratio} | "
-                         f"{eff[0]} | {eff[1]} |")  # fmt: skip
-    lines += ["", "≥: P50 stayed within the SLO at every offered load of the sweep (censored)."]
-    if real:
-        lines += [
-            "",
-            f"## Real time (machine shared, not a timing): {args.real_queries} queries at once, "
-            f"sim servers at time_scale {args.time_scale}",
-            "",
-            "| replicas | placement | makespan (s) | throughput (q/s) | P50 (s) | P99 (s) | "
-            "prefix hit rate (servers' /metrics) |",
-            "|---" * 7 + "|",
-        ]
-        lines += [
-            f"| {r['replicas']} | {r['placement']} | {r['makespan']} | {r['throughput']} | "
-            f"{r['p50']} | {r['p99']} | {r['hit_rate']} |"
-            for r in real
-        ]
-    (RESULTS / f"{args.out}.md").write_text("\n".join(lines) + "\n")
+        real = _replicas_real.run_all(tr, few if args.real_workload == "few-shot" else None, args)
+    _replicas_report.write(rows, real, args, capacity_at)
     plot(rows, args)
 
 
@@ -219,20 +222,23 @@ def plot(rows: list[dict[str, Any]], args: argparse.Namespace) -> None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    fig, axes = plt.subplots(1, len(args.replicas), figsize=(4 * len(args.replicas), 3.5))
-    for ax, n in zip(list(axes) if len(args.replicas) > 1 else [axes], args.replicas, strict=True):
-        for placement in PLACEMENTS:
-            mine = [r for r in rows if r["replicas"] == n and r["placement"] == placement]
-            if mine:
-                ax.plot([r["rate_qps"] for r in mine], [r["p50"] for r in mine], "o-",
-                        label=f"{placement} P50")  # fmt: skip
-                ax.plot([r["rate_qps"] for r in mine], [r["p99"] for r in mine], "x--",
-                        label=f"{placement} P99")  # fmt: skip
-        ax.set_title(f"{n} SIMULATED replica(s), {args.profile}")
-        ax.set_xlabel("offered load (queries/s)")
-        ax.set_ylabel("latency (SIMULATED s)")
-        ax.set_yscale("log")
-        ax.legend(fontsize=7)
+    nw, nr = len(args.workloads), len(args.replicas)
+    fig, axes = plt.subplots(nw, nr, figsize=(4 * nr, 3.5 * nw), squeeze=False)
+    for wi, workload in enumerate(args.workloads):
+        for ax, n in zip(axes[wi], args.replicas, strict=True):
+            for placement in PLACEMENTS:
+                mine = [r for r in rows if r["workload"] == workload and r["replicas"] == n
+                        and r["placement"] == placement]  # fmt: skip
+                if mine:
+                    ax.plot([r["rate_qps"] for r in mine], [r["p50"] for r in mine], "o-",
+                            label=f"{placement} P50")  # fmt: skip
+                    ax.plot([r["rate_qps"] for r in mine], [r["p99"] for r in mine], "x--",
+                            label=f"{placement} P99")  # fmt: skip
+            ax.set_title(f"{workload}: {n} SIMULATED replica(s)", fontsize=9)
+            ax.set_xlabel("offered load (queries/s)")
+            ax.set_ylabel("latency (SIMULATED s)")
+            ax.set_yscale("log")
+            ax.legend(fontsize=7)
     fig.tight_layout()
     fig.savefig(RESULTS / f"{args.out}.png", dpi=110)
 

@@ -38,6 +38,7 @@ from typing import Any
 from _results import RESULTS
 
 from duckdb_sem.backends.base import Backend, Capacity
+from duckdb_sem.backends.sim.blocks import prompt_block_hashes
 from duckdb_sem.backends.sim.cost_model import CostModel, SeqState
 from duckdb_sem.backends.sim.oracles import estimate_tokens
 from duckdb_sem.backends.sim.profiles import SimProfile, get_profile
@@ -251,6 +252,7 @@ class EventLoop:
             cache=cache,
         )
         self.template_tokens = prof.template_tokens
+        self.block_size = prof.block_size
         self.latencies: dict[str, list[float]] = {}
         self.done = 0
 
@@ -267,12 +269,15 @@ class EventLoop:
         )
         for i, r in enumerate(dispatch.requests):
             answer = _answer(r)
+            prompt = answer.prompt_tokens + self.template_tokens
+            hashes = prompt_block_hashes(r.prefix, r.row, prompt_tokens=prompt,
+                                         template_tokens=self.template_tokens,
+                                         block_size=self.block_size)  # fmt: skip
             seq = SeqState(
                 seq_id=next(self._seq_ids),
-                prompt_tokens=answer.prompt_tokens + self.template_tokens,
+                prompt_tokens=prompt,
                 output_tokens=answer.completion_tokens,
-                prefix_key=r.prefix,
-                prefix_tokens=estimate_tokens(r.prefix) + self.template_tokens // 2,
+                block_hashes=hashes,
                 arrival=self.now,
             )
             self._owner[seq.seq_id] = (dispatch.dispatch_id, i)

@@ -24,7 +24,12 @@ def _filters(n: int, prefix: str = "") -> list[LLMRequest]:
 
 
 def _seq(i: int, prompt: int, output: int, prefix: str = "p", prefix_tokens: int = 0) -> SeqState:
-    return SeqState(i, prompt, output, prefix, prefix_tokens)
+    """A sequence whose first ``prefix_tokens`` tokens' whole blocks are ``prefix``'s."""
+    hashes = tuple(
+        hash((prefix, j)) if (j + 1) * 16 <= prefix_tokens else hash((prefix, i, j))
+        for j in range(prompt // 16)
+    )
+    return SeqState(i, prompt, output, hashes)
 
 
 def _drain(model: CostModel, seqs: list[SeqState]) -> tuple[float, int]:

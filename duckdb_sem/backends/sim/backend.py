@@ -36,6 +36,7 @@ from duckdb_sem.backends.retry import (
     call_with_retry,
     policy_from_spec,
 )
+from duckdb_sem.backends.sim.blocks import prompt_block_hashes
 from duckdb_sem.backends.sim.cost_model import SeqState
 from duckdb_sem.backends.sim.engine import EngineStats, VirtualEngine
 from duckdb_sem.backends.sim.faults import FaultPlan
@@ -195,17 +196,21 @@ class SimBackend(Backend):
         return done
 
     def _run(self, requests: list[LLMRequest], drafts: list[Completion]) -> list[SeqState]:
-        shapes = []
-        for request, completion in zip(requests, drafts, strict=True):
-            prefix_tokens = shared_tokens(request.prefix) + self.profile.template_tokens // 2
-            shapes.append(
-                (
-                    completion.prompt_tokens,
-                    completion.completion_tokens,
+        p = self.profile
+        shapes = [
+            (
+                completion.prompt_tokens,
+                completion.completion_tokens,
+                prompt_block_hashes(
                     request.prefix,
-                    prefix_tokens,
-                )
+                    request.row,
+                    prompt_tokens=completion.prompt_tokens,
+                    template_tokens=p.template_tokens,
+                    block_size=p.block_size,
+                ),
             )
+            for request, completion in zip(requests, drafts, strict=True)
+        ]
         seqs = self.engine.submit(shapes)
         with self._lock:
             for request, seq in zip(requests, seqs, strict=True):

@@ -13,23 +13,24 @@ each sequence's KV cache) and ``compute = tokens_in_step / prefill_tokens_per_s`
 decoding sequence runs at ``1 / itl_single_s`` tokens/s, a full decode batch at
 ``decode_tokens_per_s_max``, and large prefills at ``prefill_tokens_per_s``.
 
-Prefix caching: once a sequence has computed its shared prefix, later sequences with the same
-prefix start with the prefix's full blocks already computed (as vLLM's automatic prefix cache),
-but only while those blocks are still cached. Cached prefixes live in the same KV budget
-(``kv_cache_tokens``) as the running sequences; when a new prefix or a new sequence needs room,
-the least recently used prefix that no running sequence shares is evicted (vLLM frees blocks
-whose reference count dropped to zero in LRU order). So on several replicas a prefix hit
-depends on where a request is placed: that is what makes routing measurable.
-Simplifications: the KV cache is reserved for prompt plus all output tokens at admission (no
-preemption), and a running sequence's own KV is counted apart from the cached prefix it shares.
+Prefix caching and the KV budget are vLLM's block pool (:mod:`.blocks`): a sequence reuses the
+longest run of its prompt's leading 16-token blocks still cached on this replica (chained block
+hashes of the whole prompt, as vLLM's automatic prefix caching); running sequences share the
+blocks they have in common; a block is findable from the step that schedules its computation,
+as in vLLM, so the rows of one batch compute their prefix once; finished sequences' blocks stay
+cached until the least recently freed ones are evicted to make room (``kv_cache_tokens`` from
+the profile). So on several replicas a prefix hit depends on where a request is placed: that is
+what makes routing measurable. Simplification: the KV cache is reserved for prompt plus all
+output tokens at admission (no preemption).
 """
 
 from __future__ import annotations
 
 import threading
-from collections import OrderedDict, deque
-from dataclasses import dataclass
+from collections import deque
+from dataclasses import dataclass, field
 
+from duckdb_sem.backends.sim.blocks import Block, BlockPool
 from duckdb_sem.backends.sim.profiles import SimProfile
 
 __all__ = ["CostModel", "SeqBatch", "SeqState", "StepResult", "mark_done"]
@@ -37,13 +38,16 @@ __all__ = ["CostModel", "SeqBatch", "SeqState", "StepResult", "mark_done"]
 
 @dataclass(slots=True, eq=False)
 class SeqState:
-    """One simulated sequence (mutable engine state, owned by the engine's lock)."""
+    """One simulated sequence (mutable engine state, owned by the engine's lock).
+
+    ``block_hashes`` name its prompt's full KV blocks (:func:`.blocks.prompt_block_hashes`);
+    without them nothing of it is ever a prefix hit.
+    """
 
     seq_id: int
     prompt_tokens: int
     output_tokens: int
-    prefix_key: str
-    prefix_tokens: int
+    block_hashes: tuple[int, ...] = ()
     arrival: float = 0.0
     computed: int = 0  # prompt tokens whose KV exists (cached or computed)
     cached: int = 0  # prompt tokens served by the prefix cache
@@ -55,6 +59,8 @@ class SeqState:
     done: bool = False  # finished or aborted (set under the engine's lock)
     #: the submitted batch it belongs to, woken once when its last sequence is done
     batch: SeqBatch | None = None
+    blocks: list[Block] = field(default_factory=list)  # its KV blocks while it runs
+    hashed: int = 0  # leading blocks already findable in the cache
 
     @property
     def in_prefill(self) -> bool:
@@ -110,18 +116,26 @@ class CostModel:
 
     def __init__(self, profile: SimProfile) -> None:
         self.profile = profile
-        # prefix key -> cached tokens (whole blocks), least recently used first
-        self._prefix_cache: OrderedDict[str, int] = OrderedDict()
-        self.evictions = 0  # prefixes evicted to make room, since the model was built
+        self.pool = BlockPool(max(1, profile.kv_cache_tokens // profile.block_size))
 
     @property
-    def cached_prefix_tokens(self) -> int:
-        """KV tokens held by cached prefixes right now."""
-        return sum(self._prefix_cache.values())
+    def evictions(self) -> int:
+        """Cached blocks evicted to make room, since the model was built."""
+        return self.pool.evictions
 
-    def cached_prefixes(self) -> list[str]:
-        """Keys of the cached prefixes, least recently used first (for tests and metrics)."""
-        return list(self._prefix_cache)
+    @property
+    def cached_block_tokens(self) -> int:
+        """KV tokens of the blocks that can be hit right now."""
+        return self.pool.cached_blocks * self.profile.block_size
+
+    def fits(self, seq: SeqState) -> bool:
+        """Whether ``seq`` fits an empty KV cache at all (vLLM refuses a longer request)."""
+        return self._blocks_for(seq) <= self.pool.num_blocks
+
+    def release(self, seq: SeqState) -> None:
+        """Free the blocks of a sequence leaving ``running`` other than by finishing (abort)."""
+        self.pool.free(seq.blocks)
+        seq.blocks = []
 
     def step_seconds(self, *, tokens: int, decoding: int) -> float:
         """Duration of a step computing ``tokens`` tokens, ``decoding`` of them decodes."""
@@ -146,27 +160,34 @@ class CostModel:
                 continue
             work.append((seq, take))
             budget -= take
-        kv_used = sum(s.kv_tokens for s in running)
+            self._cache_scheduled(seq, take)
         cached_now = queried = 0
         while waiting and budget > 0 and len(running) < p.max_num_seqs:
             seq = waiting[0]
-            if kv_used + seq.kv_tokens > p.kv_cache_tokens and running:
-                break
-            cached = self._cached_tokens(seq)
-            self._make_room(kv_used + seq.kv_tokens, running, keep=seq.prefix_key)
+            hit = self._hit_blocks(seq)
+            cached = hit * p.block_size
             need = seq.prompt_tokens - cached
             if not p.chunked_prefill and need > budget and work:
                 break
+            blocks = self.pool.allocate(seq.block_hashes[:hit], total=self._blocks_for(seq))
+            if blocks is None:
+                if running or work:
+                    break  # waits for running sequences to free their blocks
+                raise ValueError(
+                    f"a {seq.kv_tokens}-token sequence does not fit the SIMULATED KV cache of "
+                    f"{p.kv_cache_tokens} tokens (profile {p.name})"
+                )
             waiting.popleft()
+            seq.blocks, seq.hashed = blocks, hit
             seq.computed = seq.cached = cached
             seq.admitted_at = now
             cached_now += cached
             queried += seq.prompt_tokens
             running.append(seq)
-            kv_used += seq.kv_tokens
             take = min(need, budget) if p.chunked_prefill else need
             work.append((seq, take))
             budget -= take
+            self._cache_scheduled(seq, take)
         if not work:
             return None
         decoding = sum(1 for seq, _ in work if not seq.in_prefill)
@@ -177,8 +198,6 @@ class CostModel:
         for seq, take in work:
             if seq.in_prefill:
                 seq.computed += take
-                if seq.computed >= seq.prefix_tokens and p.prefix_caching:
-                    self._insert(seq, running)
                 if seq.in_prefill:
                     continue  # a chunk of a longer prompt: no token sampled yet
             seq.generated += 1
@@ -189,44 +208,29 @@ class CostModel:
                 finished.append(seq)
         for seq in finished:
             running.remove(seq)
+            self.release(seq)
         return StepResult(
             duration, tokens - decoding, decoding, cached_now, tuple(finished), queried
         )
 
-    def _cached_tokens(self, seq: SeqState) -> int:
-        if not self.profile.prefix_caching or seq.prefix_key not in self._prefix_cache:
+    def _blocks_for(self, seq: SeqState) -> int:
+        return -(-seq.kv_tokens // self.profile.block_size)
+
+    def _hit_blocks(self, seq: SeqState) -> int:
+        if not self.profile.prefix_caching:
             return 0
-        self._prefix_cache.move_to_end(seq.prefix_key)  # a hit makes it most recently used
-        # vLLM reuses whole blocks only, and always recomputes at least the last prompt token.
-        return min(self._prefix_cache[seq.prefix_key], seq.prompt_tokens - 1)
+        # vLLM always recomputes at least the last prompt token, so a fully cached prompt
+        # gives up its last block.
+        usable = (seq.prompt_tokens - 1) // self.profile.block_size
+        return self.pool.hits(seq.block_hashes[:usable])
 
-    def _insert(self, seq: SeqState, running: list[SeqState]) -> None:
-        """Cache ``seq``'s prefix (its whole blocks) if it fits beside the running sequences."""
-        block = self.profile.block_size
-        size = (seq.prefix_tokens // block) * block
-        if seq.prefix_key in self._prefix_cache:
-            self._prefix_cache.move_to_end(seq.prefix_key)
+    def _cache_scheduled(self, seq: SeqState, take: int) -> None:
+        """Make the full prompt blocks ``seq`` computes up to this step's end findable now, as
+        vLLM's ``allocate_slots`` does when it schedules them (hashes come from token ids, not
+        from the KV): a sequence admitted later in the same step already hits them."""
+        if not self.profile.prefix_caching or not seq.in_prefill:
             return
-        if size <= 0:
-            return
-        kv_used = sum(s.kv_tokens for s in running)
-        if self._make_room(kv_used + size, running, keep=seq.prefix_key):
-            self._prefix_cache[seq.prefix_key] = size
-
-    def _make_room(self, needed: int, running: list[SeqState], *, keep: str) -> bool:
-        """Evict LRU prefixes no running sequence shares until ``needed`` more KV tokens fit
-        beside the cache; False when even evicting all of those would not make room."""
-        limit = self.profile.kv_cache_tokens
-        held = self.cached_prefix_tokens
-        if needed + held <= limit:
-            return True
-        shared = {s.prefix_key for s in running}
-        shared.add(keep)
-        for key in list(self._prefix_cache):
-            if needed + held <= limit:
-                break
-            if key in shared:
-                continue
-            held -= self._prefix_cache.pop(key)
-            self.evictions += 1
-        return needed + held <= limit
+        done = min(len(seq.block_hashes), (seq.computed + take) // self.profile.block_size)
+        for j in range(seq.hashed, done):
+            self.pool.cache(seq.blocks[j], seq.block_hashes[j])
+        seq.hashed = max(seq.hashed, done)

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 from duckdb_sem.backends.sim.cost_model import CostModel, SeqBatch, SeqState, mark_done
 from duckdb_sem.backends.sim.profiles import SimProfile
-from duckdb_sem.errors import BackendUnavailableError
+from duckdb_sem.errors import BackendError, BackendUnavailableError
 
 __all__ = ["EngineStats", "VirtualEngine"]
 
@@ -37,8 +37,8 @@ class EngineStats:
     finished: int
     aborted: int
     queried_tokens: int = 0  # prompt tokens of admitted sequences (vLLM's prefix_cache_queries)
-    prefix_evictions: int = 0  # cached prefixes evicted (LRU) to make room in the KV budget
-    cached_prefix_tokens: int = 0  # KV tokens held by cached prefixes right now
+    evicted_blocks: int = 0  # cached KV blocks evicted (least recently freed) to make room
+    cached_block_tokens: int = 0  # KV tokens of the blocks a new request could hit right now
 
     @property
     def prefix_hit_rate(self) -> float:
@@ -90,7 +90,7 @@ class VirtualEngine:
                 aborted,
                 queried,
                 self._model.evictions,
-                self._model.cached_prefix_tokens,
+                self._model.cached_block_tokens,
             )
 
     def load(self) -> tuple[int, int]:
@@ -98,8 +98,8 @@ class VirtualEngine:
         with self._cond:
             return len(self._waiting), len(self._running)
 
-    def submit(self, shapes: Iterable[tuple[int, int, str, int]]) -> list[SeqState]:
-        """Queue sequences given as (prompt_tokens, output_tokens, prefix_key, prefix_tokens)."""
+    def submit(self, shapes: Iterable[tuple[int, int, tuple[int, ...]]]) -> list[SeqState]:
+        """Queue sequences given as (prompt_tokens, output_tokens, prompt block hashes)."""
         with self._cond:
             if self._closed:
                 raise BackendUnavailableError(
@@ -108,16 +108,22 @@ class VirtualEngine:
             shapes = list(shapes)
             batch = SeqBatch(len(shapes))
             seqs = []
-            for prompt, output, prefix_key, prefix_tokens in shapes:
+            for prompt, output, hashes in shapes:
                 seq = SeqState(
                     seq_id=self._next_id,
                     prompt_tokens=max(1, prompt),
                     output_tokens=max(1, output),
-                    prefix_key=prefix_key,
-                    prefix_tokens=prefix_tokens,
+                    block_hashes=hashes,
                     arrival=self._clock,
                     batch=batch,
                 )
+                if not self._model.fits(seq):
+                    raise BackendError(
+                        f"a prompt of {seq.prompt_tokens} tokens with up to {seq.output_tokens} "
+                        f"output tokens does not fit the SIMULATED KV cache of "
+                        f"{self.profile.kv_cache_tokens} tokens (profile {self.profile.name}); "
+                        "shorten the prompt or lower max_tokens, as vLLM would ask"
+                    )
                 self._next_id += 1
                 seqs.append(seq)
             self._waiting.extend(seqs)
@@ -146,6 +152,7 @@ class VirtualEngine:
                     self._waiting.remove(seq)
                 if seq in self._running:
                     self._running.remove(seq)
+                    self._model.release(seq)
                 seq.aborted = True
                 mark_done(seq)
                 count += 1

@@ -274,7 +274,7 @@ class _Handler(BaseHTTPRequestHandler):
                 f"{stats.queried_tokens}\n"
                 f'vllm:prefix_cache_hits_total{{model_name="{self.sim.model_id}"}} '
                 f"{stats.cached_tokens}\n"
-                f"duckdb_sem_sim_prefix_evictions_total {stats.prefix_evictions}\n"
+                f"duckdb_sem_sim_evicted_blocks_total {stats.evicted_blocks}\n"
             )
             self._send_raw(200, text.encode(), "text/plain; version=0.0.4")
         else:
