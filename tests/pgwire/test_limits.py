@@ -5,8 +5,6 @@ Figures asserted here are the documented ones (docs/pgwire.md), with generous bo
 
 from __future__ import annotations
 
-import contextlib
-import sqlite3
 import struct
 import subprocess
 import sys
@@ -15,7 +13,14 @@ from pathlib import Path
 
 import psycopg
 import pytest
-from conftest import WireProcess, make_db, wire_server
+from conftest import (
+    WireProcess,
+    finished_calls,
+    make_db,
+    settled_calls,
+    until_calls,
+    wire_server,
+)
 from wire_raw import error_fields, read_message, startup, until_ready
 
 pytestmark = pytest.mark.integration
@@ -112,28 +117,6 @@ def test_unknown_message_gets_a_flushed_fatal_error(server: WireProcess) -> None
     sock.close()
 
 
-def _calls(cache: Path) -> int:
-    """LLM calls the server has finished so far (its cache file holds one row per call)."""
-    try:
-        with contextlib.closing(sqlite3.connect(cache)) as calls:
-            return int(calls.execute("SELECT count(*) FROM completions").fetchone()[0])
-    except sqlite3.OperationalError:  # not created yet
-        return 0
-
-
-def _settled(cache: Path, *, quiet_s: float, within_s: float) -> int:
-    """The call count once it has not moved for ``quiet_s`` (or after ``within_s`` at most)."""
-    deadline = time.monotonic() + within_s
-    count = _calls(cache)
-    while time.monotonic() < deadline:
-        time.sleep(quiet_s)
-        now = _calls(cache)
-        if now == count:
-            break
-        count = now
-    return count
-
-
 def test_killed_client_has_its_llm_work_dropped(tmp_path: Path) -> None:
     db = make_db(tmp_path / "slow.duckdb", rows=2000)
     cache = tmp_path / "calls.sqlite"
@@ -148,20 +131,17 @@ def test_killed_client_has_its_llm_work_dropped(tmp_path: Path) -> None:
              server.dsn()],
         )  # fmt: skip
         try:
-            # killed while its query runs: once the first SEU's calls are in (a loaded machine
-            # took more than the 1.5 s this test once slept to start the client and the query)
-            deadline = time.monotonic() + 120
-            while _calls(cache) == 0 and client.poll() is None and time.monotonic() < deadline:
-                time.sleep(0.05)
+            # killed while its query runs: once its first SEU's calls are in, not after a
+            # fixed 1.5 s (a loaded machine may not have started the client and query by then)
+            until_calls(cache, running=lambda: client.poll() is None)
         finally:
             client.kill()
             client.wait()
-        at_kill = _calls(cache)
-        assert at_kill > 0, "the query made no LLM call within 120 s"
+        at_kill = finished_calls(cache)
         # Counted in calls, not seconds: what may finish after the kill is the SEU in flight
         # and one more the runtime sent before the hangup was seen; without the cancel the
         # count keeps moving (an SEU per 300 ms) until all 2000 rows are asked.
-        total = _settled(cache, quiet_s=1.0, within_s=30.0)
+        total = settled_calls(cache, quiet_s=1.0, within_s=30.0)
         assert total < 2000, "the killed client's query ran to its end"
         assert total - at_kill <= 2 * 64, f"{total - at_kill} LLM calls after the kill"
         with psycopg.connect(server.dsn()) as conn:
