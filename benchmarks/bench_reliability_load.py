@@ -1,11 +1,17 @@
 """Load (a gate in tests/reliability/test_load.py): many connections, several processes, faults.
 
 ``--processes`` client processes with ``--connections`` threads each (one duckdb-sem connection
-per thread) run a mix of semantic queries (filter, typed map, join, count) for ``--seconds``
-through one scheduler sidecar in front of the SIMULATED backend, which injects transient HTTP
-503 faults into ``--fault-rate`` of its calls (retried by the transport policy). Every result is
-compared with a serial, fault-free run of the same query; the RSS of every process is sampled.
-Reports throughput, latency P50/P99, peak RSS per process and RSS growth after warm-up.
+per thread) run a mix of semantic queries (filter, typed map, join, count) through one scheduler
+sidecar in front of the SIMULATED backend, which injects transient HTTP 503 faults into
+``--fault-rate`` of its calls (retried by the transport policy). Every result is compared with a
+serial, fault-free run of the same query; the RSS of every process is sampled. Reports
+throughput, latency P50/P99, peak RSS per process and RSS growth after warm-up.
+
+Warm-up is counted in work, not seconds: each connection first runs every kind of query once; a
+process is warm when all its connections have, and then runs ``--seconds`` more. (The first
+quarter of the run by the clock was the warm-up on a quiet machine, but a loaded one was still
+making connections then, and their first plans read as growth.) The sidecar is warm when every
+client process is.
 
     python benchmarks/bench_reliability_load.py --processes 4 --connections 16 --seconds 180
 
@@ -32,6 +38,8 @@ from typing import Any
 ORACLE = "sim:default?selectivity=0.3&output_words=4"
 ROWS = 600
 WINDOW = 40
+#: the longest a warm-up may take (seconds) before the run goes on without it
+WARMUP_BOUND_S = 300.0
 CATEGORIES = ["cooking", "sports", "music", "travel"]
 SETUP = [
     "SET threads TO 1",
@@ -84,12 +92,22 @@ def _connect(**kwargs: Any) -> Any:
 
 # -- worker process -----------------------------------------------------------------------------
 def worker(url: str, connections: int, seconds: float, seed: int, out: str) -> None:
-    deadline = time.monotonic() + seconds
+    started = time.monotonic()
+    # ``seconds`` after the warm-up; a warm-up that never ends is cut at a bound
+    deadline = [started + WARMUP_BOUND_S + seconds]
+    warm_at: list[float] = []  # when every connection had run each kind of query once
     results: list[tuple[str, str, float]] = []
     errors: list[str] = []
-    rss: list[tuple[float, float]] = []
+    rss: list[tuple[float, float]] = []  # (time.monotonic(), MB): one clock for all processes
     lock = threading.Lock()
-    started = time.monotonic()
+    cold = [connections]
+
+    def warmed() -> None:
+        with lock:
+            cold[0] -= 1
+            if cold[0] == 0:
+                warm_at.append(time.monotonic())
+                deadline[0] = warm_at[0] + seconds
 
     def run(k: int) -> None:
         rnd = random.Random(seed * 1000 + k)
@@ -97,31 +115,39 @@ def worker(url: str, connections: int, seconds: float, seed: int, out: str) -> N
             con = _connect(backend="test:", cache="off", scheduler=url)
         except Exception as err:  # noqa: BLE001 - reported to the parent
             errors.append(f"connect: {err!r}")
+            warmed()  # it never will be: the others' warm-up must not wait for it
             return
-        while time.monotonic() < deadline:
-            key = f"{rnd.choice(list(QUERIES))}:{rnd.randrange(0, ROWS - WINDOW, 8)}"
+        first = list(QUERIES)  # the warm-up: each kind once
+        counted = False
+        while first or time.monotonic() < deadline[0]:
+            kind = first.pop(0) if first else rnd.choice(list(QUERIES))
+            key = f"{kind}:{rnd.randrange(0, ROWS - WINDOW, 8)}"
             t0 = time.monotonic()
             try:
                 rows = con.sql(query_for(key)).fetchall()
             except Exception as err:  # noqa: BLE001 - reported to the parent
                 with lock:
                     errors.append(f"{key}: {type(err).__name__}: {err}")
-                continue
-            with lock:
-                results.append((key, digest(rows), time.monotonic() - t0))
+            else:
+                with lock:
+                    results.append((key, digest(rows), time.monotonic() - t0))
+            if not first and not counted:
+                counted = True
+                warmed()
         con.close()
 
     threads = [threading.Thread(target=run, args=(k,)) for k in range(connections)]
     for th in threads:
         th.start()
     while any(th.is_alive() for th in threads):
-        rss.append((time.monotonic() - started, rss_mb()))
+        rss.append((time.monotonic(), rss_mb()))
         time.sleep(1.0)
     for th in threads:
         th.join()
     # a file, not stdout: a pipe the parent reads only at the end would fill up and block us
     Path(out).write_text(json.dumps({"results": results, "errors": errors[:20],
-                                     "n_errors": len(errors), "rss": rss}))  # fmt: skip
+                                     "n_errors": len(errors), "rss": rss,
+                                     "warm_at": warm_at[0] if warm_at else None}))  # fmt: skip
 
 
 # -- the parent ---------------------------------------------------------------------------------
@@ -137,6 +163,7 @@ class LoadReport:
     errors: list[str] = field(default_factory=list)
     latencies: list[float] = field(default_factory=list)
     rss: dict[str, list[tuple[float, float]]] = field(default_factory=dict)
+    warm_at: dict[str, float | None] = field(default_factory=dict)  # time.monotonic(), None: never
     usage: dict[str, Any] = field(default_factory=dict)
     wall_s: float = 0.0
 
@@ -145,10 +172,16 @@ class LoadReport:
         return ordered[min(len(ordered) - 1, int(q * len(ordered)))] if ordered else 0.0
 
     def growth(self, name: str) -> tuple[float, float, float]:
-        """(RSS after the first quarter, RSS at the end, peak) of one process, in MB."""
+        """(RSS once warm, RSS at the end, peak) of one process, in MB."""
         series = self.rss[name]
-        after_warmup = [mb for t, mb in series if t >= self.seconds / 4] or [series[-1][1]]
+        warm = self.warm_at.get(name)
+        after_warmup = [mb for t, mb in series if warm is not None and t >= warm]
+        after_warmup = after_warmup or [series[-1][1]]
         return after_warmup[0], series[-1][1], max(mb for _, mb in series)
+
+    def cold(self) -> list[str]:
+        """The processes that never finished their warm-up (within ``WARMUP_BOUND_S``)."""
+        return [name for name in self.rss if self.warm_at.get(name) is None]
 
     def markdown(self, command: str) -> str:
         lines = [
@@ -158,7 +191,8 @@ class LoadReport:
             f"Measured with `{command}` on the shared 2-core development machine.",
             "",
             f"- {self.processes} client processes x {self.connections} connections = "
-            f"{self.processes * self.connections} concurrent connections, {self.seconds:g} s, "
+            f"{self.processes * self.connections} concurrent connections, "
+            f"{self.seconds:g} s after warm-up, "
             "one `duckdb-sem serve` sidecar",
             f"- backend `{self.backend}` (transient HTTP 503 faults injected, retried)",
             f"- queries: {self.queries} ({self.distinct} distinct), "
@@ -231,7 +265,7 @@ def run_load(
         ]
         side_rss: list[tuple[float, float]] = []
         while any(c.poll() is None for c in clients):
-            side_rss.append((time.monotonic() - started, rss_mb(sidecar.pid)))
+            side_rss.append((time.monotonic(), rss_mb(sidecar.pid)))
             time.sleep(1.0)
         for c, log in zip(clients, logs, strict=True):
             c.wait()
@@ -260,9 +294,12 @@ def run_load(
         if data["n_errors"]:
             report.errors.append(f"client {p}: {data['n_errors']} errors")
         report.rss[f"client {p}"] = [tuple(x) for x in data["rss"]] or [(0.0, 0.0)]
+        report.warm_at[f"client {p}"] = data["warm_at"]
         for key, dig, latency in data["results"]:
             seen.setdefault(key, set()).add(dig)
             report.latencies.append(latency)
+    clients = [report.warm_at.get(f"client {p}") for p in range(processes)]
+    report.warm_at["sidecar"] = None if None in clients else max(c or 0.0 for c in clients)
     report.queries = len(report.latencies)
     report.distinct = len(seen)
     serial = _connect(backend=ORACLE, cache="off")  # in process, no faults, one at a time

@@ -169,6 +169,8 @@ class Scheduler:
                     if pending not in new_work:
                         waiter.served[index] = Served.FUSED
                 pending.attach(waiter, index)
+            if isinstance(future, SEUFuture) and not future.done():
+                future.mark()  # its cache hits: what a listener hears first
             if new_work:
                 item = QueuedSEU(
                     query_id=seu.query_id,
@@ -278,6 +280,8 @@ class Scheduler:
                 self._release_locked(running)
             partial = {id(w.future): w.future for p in chunk for w, _ in p.waiters
                        if isinstance(w.future, SEUFuture) and not w.future.done()}  # fmt: skip
+            for future in partial.values():  # under the lock: the batches' order
+                future.mark()
         for future in partial.values():  # outside the lock: a listener may take its time
             future.notify()
 

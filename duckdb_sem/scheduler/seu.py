@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import enum
 import logging
+import threading
 from collections.abc import Callable
 from concurrent.futures import Future
 from dataclasses import dataclass
@@ -48,27 +49,54 @@ class SEUFuture(Future[SEUResult]):
     """An SEU's future that also counts its requests answered so far and tells its listeners
     after each backend batch, so a query waiting on one SEU (a 20-row query is one) shows its
     progress before the SEU is done. The in-process scheduler returns these; a plain
-    ``Future`` (the sidecar's client) reports only the whole SEU."""
+    ``Future`` (the sidecar's client) reports only the whole SEU.
+
+    The count after each batch is kept (:meth:`mark`, under the scheduler's lock, so in the
+    order the batches answered) and every listener hears each of them once, in that order,
+    however late it was added and whichever thread notifies first: a loaded machine that runs
+    two batches before the submitting thread adds its listener, or that lets a later batch's
+    notify overtake an earlier one's, still reports every batch."""
 
     def __init__(self) -> None:
         super().__init__()
         self.answered = 0  # requests with an answer (cache hits count at submit)
-        self._listeners: list[Callable[[int], None]] = []
+        self._marks: list[int] = []  # ``answered`` after each batch that left it unfinished
+        self._listeners: list[_Listener] = []
+        self._telling = threading.RLock()  # a listener may add another one
+
+    def mark(self) -> None:
+        """Record ``answered`` as one batch's progress (called under the scheduler's lock)."""
+        if self.answered and (not self._marks or self._marks[-1] < self.answered):
+            self._marks.append(self.answered)
 
     def add_answer_listener(self, listener: Callable[[int], None]) -> None:
-        """Call ``listener(answered)`` after each backend batch that answers some of it (and
-        now, if some were answered before it was added)."""
-        self._listeners.append(listener)
-        if self.answered and not self.done():
-            listener(self.answered)
+        """Call ``listener(answered)`` for each backend batch that answered some of it, those
+        before it was added included (at once), then after each later one."""
+        with self._telling:
+            self._listeners.append(_Listener(listener))
+            self._tell()
 
     def notify(self) -> None:
-        """Tell the listeners (never under the scheduler's lock; a failing one is logged)."""
-        for listener in list(self._listeners):
-            try:
-                listener(self.answered)
-            except Exception as err:  # noqa: BLE001 - progress must not fail the backend batch
-                log.warning("SEU progress listener failed: %s", err)
+        """Tell the listeners what they have not heard (never under the scheduler's lock; a
+        failing listener is logged)."""
+        with self._telling:
+            self._tell()
+
+    def _tell(self) -> None:
+        for entry in list(self._listeners):
+            while entry.heard < len(self._marks):
+                count = self._marks[entry.heard]
+                entry.heard += 1
+                try:
+                    entry.listener(count)
+                except Exception as err:  # noqa: BLE001 - progress must not fail the batch
+                    log.warning("SEU progress listener failed: %s", err)
+
+
+@dataclass(slots=True)
+class _Listener:
+    listener: Callable[[int], None]
+    heard: int = 0  # how many of the future's marks it has been told
 
 
 class SchedulerClient(Protocol):

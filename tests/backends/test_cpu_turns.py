@@ -35,6 +35,8 @@ _CHILD = textwrap.dedent(
     spans = []
     for _ in range(turns):
         with cpu_turn():
+            if hold >= 1:  # a long holder says when it holds the turn
+                print("holding", flush=True)
             start = time.monotonic()
             time.sleep(hold)
             spans.append((start, time.monotonic()))
@@ -91,7 +93,8 @@ def test_a_killed_holder_leaves_nothing_stuck(tmp_path: Path) -> None:
     assert holder.stdin is not None
     holder.stdin.write("go\n")
     holder.stdin.flush()
-    time.sleep(0.5)  # it holds the turn now
+    assert holder.stdout is not None
+    assert holder.stdout.readline().strip() == "holding"  # not a sleep: a loaded machine is late
     waiter = _children(tmp_path, 1, turns=1, hold=0)
     assert waiter[0].stdin is not None
     waiter[0].stdin.write("go\n")

@@ -19,7 +19,7 @@ def _connection(spec: str) -> duckdb_sem.SemConnection:
 
 
 def test_a_20_row_query_reports_every_backend_batch() -> None:
-    # 5 backend batches of 4; the latency keeps each batch after the listener is attached
+    # 5 backend batches of 4, each heard however late the listener is attached (SEUFuture)
     con = _connection("test:?yes_if=good&max_batch=4&latency_ms=30")
     events: list[Progress] = []
     con.on_progress = events.append

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import socket
+import sqlite3
 import subprocess
 import sys
-from collections.abc import Iterator, Sequence
+import time
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -49,6 +52,38 @@ def make_db(path: Path, rows: int = 0) -> Path:
         )
     con.close()
     return path
+
+
+def finished_calls(cache: Path) -> int:
+    """LLM calls a server given ``--cache cache`` has finished (its cache holds one row each)."""
+    try:
+        with contextlib.closing(sqlite3.connect(cache)) as calls:
+            return int(calls.execute("SELECT count(*) FROM completions").fetchone()[0])
+    except sqlite3.OperationalError:  # not created yet
+        return 0
+
+
+def until_calls(cache: Path, *, running: Callable[[], bool], within_s: float = 120) -> int:
+    """Wait until the server has finished an LLM call (a statement of ours is running), while
+    ``running()``; a loaded machine can take seconds to start a client and its query."""
+    deadline = time.monotonic() + within_s
+    while (n := finished_calls(cache)) == 0 and running() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert n > 0, f"no LLM call within {within_s:g} s"
+    return n
+
+
+def settled_calls(cache: Path, *, quiet_s: float, within_s: float) -> int:
+    """The call count once it has not moved for ``quiet_s`` (or after ``within_s`` at most)."""
+    deadline = time.monotonic() + within_s
+    count = finished_calls(cache)
+    while time.monotonic() < deadline:
+        time.sleep(quiet_s)
+        now = finished_calls(cache)
+        if now == count:
+            break
+        count = now
+    return count
 
 
 @dataclass(frozen=True, slots=True)

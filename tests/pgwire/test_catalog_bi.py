@@ -10,16 +10,27 @@ PostgreSQL 15 on this machine where both have the object.
 from __future__ import annotations
 
 import subprocess
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import psycopg
 import pytest
-from conftest import PG_DSN, WireProcess, pg_available
+from conftest import PG_DSN, WireProcess, make_db, pg_available, wire_server
 
 pytestmark = pytest.mark.integration
 
 FIXTURES = Path(__file__).parent / "fixtures" / "client_catalog_queries.sql"
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[WireProcess]:
+    """One wire server for the module, not one per test (their starts were most of its time):
+    every test here only reads, and what a session sets (``application_name``, prepared
+    statements) ends with it."""
+    db = make_db(tmp_path_factory.mktemp("catalog") / "sem.duckdb")
+    with wire_server(db, "--backend", "test:?yes_if=good") as proc:
+        yield proc
 
 
 def _blocks() -> list[str]:

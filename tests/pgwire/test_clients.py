@@ -4,13 +4,12 @@ from __future__ import annotations
 
 import subprocess
 import threading
-import time
 from pathlib import Path
 
 import psycopg
 import pytest
 import sqlalchemy as sa
-from conftest import WireProcess, make_db, wire_server
+from conftest import WireProcess, finished_calls, make_db, settled_calls, until_calls, wire_server
 
 pytestmark = pytest.mark.integration
 
@@ -101,8 +100,9 @@ def test_cancel_stops_llm_work_within_one_seu(tmp_path: Path) -> None:
     # 64 rows per SEU, 300 ms per SEU: the whole query would take ~10 s.
     env = {"DUCKDB_SEM_BATCH_SIZE": "64"}
     backend = "test:?yes_if=good&latency_ms=300"
+    cache = tmp_path / "calls.sqlite"
     with (
-        wire_server(db, "--backend", backend, env=env) as server,
+        wire_server(db, "--backend", backend, "--cache", str(cache), env=env) as server,
         psycopg.connect(server.dsn(), autocommit=True) as conn,
     ):
         errors: list[psycopg.Error] = []
@@ -115,16 +115,18 @@ def test_cancel_stops_llm_work_within_one_seu(tmp_path: Path) -> None:
 
         worker = threading.Thread(target=run)
         worker.start()
-        time.sleep(1.0)
-        started = time.monotonic()
+        # cancelled while it runs (a cancel between statements does nothing): after its first
+        # SEU, not after a fixed 1 s that a loaded machine may spend before the query starts
+        until_calls(cache, running=worker.is_alive)
+        at_cancel = finished_calls(cache)
         conn.cancel()
-        worker.join(timeout=10)
-        elapsed = time.monotonic() - started
+        worker.join(timeout=60)  # guards a hang: the whole query takes ~10 s
         assert not worker.is_alive()
         assert errors and isinstance(errors[0], psycopg.errors.QueryCanceled)
-        # the whole query takes ~10 s: a generous bound (a shared 2-core machine) that still
-        # fails when the cancel waits for the query instead of stopping at the next SEU
-        assert elapsed < 5.0, f"cancel took {elapsed:.2f}s"
+        # counted in calls, not seconds: the SEU in flight and at most one more sent before
+        # the cancel was seen, where a cancel that waited for the query would make all 2000
+        after = settled_calls(cache, quiet_s=1.0, within_s=30.0) - at_cancel
+        assert after <= 2 * 64, f"{after} LLM calls after the cancel"
         assert conn.execute("SELECT count(*) FROM reviews").fetchone() == (4,)
 
 

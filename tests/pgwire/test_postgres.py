@@ -21,6 +21,18 @@ def pg() -> Iterator[psycopg.Connection[tuple[object, ...]]]:
         yield conn
 
 
+def _create_fdw_extension(pg: psycopg.Connection[tuple[object, ...]]) -> None:
+    """postgres_fdw, created once and kept: the server on 5432 is shared by every test run on
+    the machine, so one run's DROP EXTENSION failed another's foreign server (or its own, on
+    the other's dependants), and two concurrent CREATE EXTENSION IF NOT EXISTS can both try to
+    insert it (a unique violation); an advisory lock orders the creators."""
+    pg.execute("SELECT pg_advisory_lock(hashtext('duckdb-sem tests: postgres_fdw'))")
+    try:
+        pg.execute("CREATE EXTENSION IF NOT EXISTS postgres_fdw")
+    finally:
+        pg.execute("SELECT pg_advisory_unlock(hashtext('duckdb-sem tests: postgres_fdw'))")
+
+
 def test_postgres_fdw_selects_a_semantic_view(
     server: WireProcess, pg: psycopg.Connection[tuple[object, ...]]
 ) -> None:
@@ -31,10 +43,7 @@ def test_postgres_fdw_selects_a_semantic_view(
         )
     tag = uuid.uuid4().hex[:10]
     srv, schema = f"dsem_srv_{tag}", f"dsem_fdw_{tag}"
-    had_fdw = pg.execute(
-        "SELECT count(*) FROM pg_extension WHERE extname = 'postgres_fdw'"
-    ).fetchone()
-    pg.execute("CREATE EXTENSION IF NOT EXISTS postgres_fdw")
+    _create_fdw_extension(pg)
     try:
         pg.execute(
             f"CREATE SERVER {srv} FOREIGN DATA WRAPPER postgres_fdw "
@@ -55,8 +64,6 @@ def test_postgres_fdw_selects_a_semantic_view(
     finally:
         pg.execute(f"DROP SCHEMA IF EXISTS {schema} CASCADE")
         pg.execute(f"DROP SERVER IF EXISTS {srv} CASCADE")
-        if had_fdw == (0,):
-            pg.execute("DROP EXTENSION IF EXISTS postgres_fdw")
 
 
 def test_postgres_table_as_source_through_the_wire(

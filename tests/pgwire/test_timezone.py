@@ -14,7 +14,7 @@ from typing import Any
 
 import psycopg
 import pytest
-from conftest import PG_DSN, WireProcess
+from conftest import PG_DSN, WireProcess, make_db, wire_server
 from psycopg.types.string import TextLoader
 
 pytestmark = pytest.mark.integration
@@ -54,6 +54,16 @@ def _session(conn: Conn, zone: str) -> tuple[object, ...]:
         _texts(conn, QUERY),
         _texts(conn, "SELECT '2024-05-05 10:00:00+00'::timestamptz + INTERVAL '1 day'"),
     )
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[WireProcess]:
+    """One wire server for the module, not one per test (their starts were most of its time):
+    a session's ``TimeZone`` is its own (``test_set_global_timezone_is_refused``), so the tests
+    cannot see each other's."""
+    db = make_db(tmp_path_factory.mktemp("timezone") / "sem.duckdb")
+    with wire_server(db, "--backend", "test:?yes_if=good") as proc:
+        yield proc
 
 
 @pytest.fixture

@@ -203,7 +203,13 @@ def test_ctrl_c_in_the_cli_cancels_and_keeps_finished_work(tmp_path: Path) -> No
     env = {k: v for k, v in os.environ.items() if not k.startswith("DUCKDB_SEM_")}
     env["DUCKDB_SEM_BATCH_SIZE"] = str(SEU_ROWS)
     sql = "SELECT count(*) FROM range(2000) t(i) WHERE sem_filter('{0} ok', 'row ' || i::VARCHAR)"
-    code = "from duckdb_sem.cli.main import main; main()"
+    # Ctrl-C as a terminal sends it, whatever this test run inherited: a test run started in
+    # the background by a script (`pytest ... &`) ignores SIGINT, its children inherit that, and
+    # Python then installs no KeyboardInterrupt handler (the query ran on to exit 0)
+    code = (
+        "import signal; signal.signal(signal.SIGINT, signal.default_int_handler); "
+        "from duckdb_sem.cli.main import main; main()"
+    )
     cmd = [sys.executable, "-c", code, "query", "--backend", SPEC, "--cache", str(cache), sql]
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
     try:

@@ -1,6 +1,6 @@
 """64 concurrent connections over 4 processes, with injected faults: results equal a serial run.
 
-Runs ``benchmarks/bench_reliability_load.py`` with smaller parameters (40 s instead of 180 s);
+Runs ``benchmarks/bench_reliability_load.py`` with smaller parameters (40 s after warm-up instead of 180 s);
 the benchmark itself writes ``benchmarks/results/reliability_load.md``.
 """
 
@@ -32,6 +32,7 @@ def test_64_connections_under_faults_match_a_serial_run_with_bounded_memory() ->
     assert not report.errors, "\n".join(report.errors)  # the whole message, if it ever fails
     assert report.queries >= 64 and report.distinct >= 16
     assert report.mismatches == []  # every result equals the serial, fault-free one
+    assert report.cold() == []  # every connection ran each kind of query: RSS after that
     for name in report.rss:
         warm, end, peak = report.growth(name)
         assert end <= warm * 1.3 + 40, f"{name}: RSS grew from {warm:.0f} to {end:.0f} MB"

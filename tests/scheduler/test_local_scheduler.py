@@ -107,6 +107,16 @@ def _answers(proc: subprocess.Popen[str], timeout: float = 120) -> list[object]:
     return answers
 
 
+def _waiting_on_locks(pids: set[int]) -> set[int]:
+    """Those of ``pids`` blocked on a file lock (``->`` lines of ``/proc/locks``)."""
+    waiting = set()
+    for line in Path("/proc/locks").read_text().splitlines():
+        fields = line.split()
+        if len(fields) > 5 and fields[1] == "->" and fields[5].isdigit():
+            waiting.add(int(fields[5]))
+    return waiting & pids
+
+
 def test_two_processes_share_one_server(tmpdir_short: Path) -> None:
     spec = "test:?yes_if=good&latency_ms=20&max_batch=4"
     procs = [_client(tmpdir_short, spec, rows=30) for _ in range(2)]
@@ -144,7 +154,10 @@ def test_racing_starts_give_one_server(tmpdir_short: Path) -> None:
     # and when it is let go, the first starts a sidecar and the other three find it.
     with start_lock(paths.lock):
         procs = [_client(tmpdir_short, FAST, rows=9) for _ in range(4)]
-        time.sleep(3.0)
+        # all four blocked on it (the kernel's lock table says so): not a fixed 3 s, which a
+        # loaded machine may spend before the clients get that far, and is idle time otherwise
+        pids = {p.pid for p in procs}
+        assert until(lambda: _waiting_on_locks(pids) == pids, 120), _waiting_on_locks(pids)
         assert not servers(tmpdir_short)
     assert [_answers(p) for p in procs] == [[3]] * 4
     assert len(servers(tmpdir_short)) == 1

@@ -63,6 +63,39 @@ def test_a_listener_added_late_hears_what_was_answered_already() -> None:
     scheduler.close()
 
 
+def test_a_listener_added_after_two_batches_hears_each_of_them() -> None:
+    # a loaded machine may run batches before the submitting thread adds its listener: the
+    # progress line must still move once per batch (4, 8, ...), never jump
+    scheduler, executor, _ = _setup()
+    future = scheduler.submit(_seu(6))
+    assert isinstance(future, SEUFuture)
+    (dispatch,) = executor.started
+    answer = Completion(True, "yes", 3, 1)
+    for offset in (0, 2):
+        scheduler.complete(dispatch.dispatch_id, [answer, answer], offset)
+    heard: list[int] = []
+    future.add_answer_listener(heard.append)
+    assert heard == [2, 4]
+    scheduler.complete(dispatch.dispatch_id, [answer, answer], 4)
+    late: list[int] = []
+    future.add_answer_listener(late.append)  # after the SEU is done: its batches all the same
+    assert future.done() and heard == [2, 4] and late == [2, 4]
+    scheduler.close()
+
+
+def test_a_notify_that_overtakes_an_earlier_one_still_tells_every_batch_in_order() -> None:
+    future = SEUFuture()
+    heard: list[int] = []
+    future.add_answer_listener(heard.append)
+    future.answered = 2
+    future.mark()  # batch 1, under the scheduler's lock
+    future.answered = 4
+    future.mark()  # batch 2
+    future.notify()  # batch 2's thread tells first
+    future.notify()  # batch 1's thread: nothing left to tell
+    assert heard == [2, 4]
+
+
 def test_a_finished_query_is_done_with_nothing_left_then_gone() -> None:
     scheduler, executor, clock = _setup()
     future = scheduler.submit(_seu(2))

@@ -5,6 +5,7 @@ from __future__ import annotations
 import random
 import threading
 import time
+from collections.abc import Sequence
 from pathlib import Path
 
 import httpx
@@ -18,7 +19,7 @@ from duckdb_sem.backends.rules import RuleBackend
 from duckdb_sem.cli.top import top
 from duckdb_sem.errors import QueryCancelledError, SidecarError
 from duckdb_sem.llm.prompts import build_request
-from duckdb_sem.llm.request import OperatorKind
+from duckdb_sem.llm.request import Completion, LLMRequest, OperatorKind
 from duckdb_sem.scheduler.core import Scheduler
 from duckdb_sem.scheduler.seu import SEU
 from duckdb_sem.scheduler.sidecar_client import SidecarClient
@@ -108,20 +109,36 @@ def test_sidecar_dying_mid_query_is_a_sidecar_error() -> None:
     assert len(errors) == 1 and isinstance(errors[0], SidecarError), errors
 
 
+class _Gated(RuleBackend):
+    """Answers once the test opens :attr:`gate`: work runs exactly as long as the test needs
+    (a 300 ms latency let a loaded machine finish the victim before its cancel arrived)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.gate = threading.Event()
+
+    def complete(self, requests: Sequence[LLMRequest]) -> list[Completion]:
+        assert self.gate.wait(timeout=60), "the test never opened the gate"
+        return super().complete(requests)
+
+
 def test_cancel_is_a_message_that_fails_the_waiting_seu() -> None:
-    scheduler = Scheduler([RuleBackend(latency_ms=300)], policy="fcfs")
+    backend = _Gated()
+    scheduler = Scheduler([backend], policy="fcfs")
     server = SidecarServer(scheduler, "127.0.0.1:0").start()
     client = SidecarClient(server.url)
     try:
         requests = tuple(build_request(OperatorKind.FILTER, f"r{i}") for i in range(3))
+        # four blockers hold the backend's four batch slots until the gate opens
         blockers = [client.submit(SEU(f"b{i}", "f", requests[:1], 1.0)) for i in range(4)]
         victim = client.submit(SEU("victim", "f", requests[1:], 1.0))
-        time.sleep(0.1)
         client.cancel("victim")
         with pytest.raises(QueryCancelledError):
-            victim.result(timeout=10)
-        assert all(len(b.result(timeout=10).completions) == 1 for b in blockers)
+            victim.result(timeout=30)
+        backend.gate.set()
+        assert all(len(b.result(timeout=30).completions) == 1 for b in blockers)
     finally:
+        backend.gate.set()
         client.close()
         server.shutdown()
 
