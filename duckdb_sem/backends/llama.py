@@ -15,7 +15,8 @@ one-row template with fixed irrelevant texts: ``LLMRequest.calibration_rows``) i
 and the decision is ``calibrated > 0``. A closed answer (``Task.CLASSIFY``: BOOLEAN maps,
 labels) is scored in one forward pass, no decoding: each label's log-probability, calibrated
 against the same content-free rows; the answer is the best label. An integer scale is answered
-from the calibrated decision "is the answer in the upper half of that scale?" mapped onto the
+from the calibrated decision "is the answer in the upper half of that scale?" (asked of the
+template less its sentences about the answer's format: ``llm.closed.scored_question``) mapped onto the
 scale by fixed cut points (see ``SCALE_QUESTION``; its ``score`` ranks rows more finely). The template's text before its first field joins the KV-shared prefix, so only the
 row's own values are evaluated per row. Typed generation uses a grammar derived from the
 output type (``outputs.json_schema``: an ENUM field is one of its labels, a DATE a calendar
