@@ -6,8 +6,8 @@ reviews of 12 movies disjoint from the REPORT movies that ``bench_embedded_quali
 rt-rating-words,rt-labels-words`` measures). It dumps raw, uncalibrated signals of every row and
 of every calibration row to JSON, so scoring and calibration strategies are compared offline:
 
-    python benchmarks/tune_closed.py --out /tmp/tune_closed.json
-    python benchmarks/tune_closed.py --analyse /tmp/tune_closed.json
+    python benchmarks/tune_closed.py --out /tmp/tune_closed.jsonl
+    python benchmarks/tune_closed.py --analyse /tmp/tune_closed.jsonl
 
 Not a benchmark: what it chose is then measured on the REPORT movies.
 """

@@ -15,8 +15,7 @@ one-row template with fixed irrelevant texts: ``LLMRequest.calibration_rows``) i
 and the decision is ``calibrated > 0``. A closed answer (``Task.CLASSIFY``: BOOLEAN maps,
 labels) is scored in one forward pass, no decoding: each label's log-probability, calibrated
 against the same content-free rows; the answer is the best label. An integer scale is answered
-from the calibrated decision "is the answer in the upper half of that scale?" (asked of the
-template less its sentences about the answer's format: ``llm.closed.scored_question``) mapped onto the
+from the calibrated decision "is the answer in the upper half of that scale?" mapped onto the
 scale by fixed cut points (see ``SCALE_QUESTION``; its ``score`` ranks rows more finely). The template's text before its first field joins the KV-shared prefix, so only the
 row's own values are evaluated per row. Typed generation uses a grammar derived from the
 output type (``outputs.json_schema``: an ENUM field is one of its labels, a DATE a calendar
@@ -68,7 +67,7 @@ from duckdb_sem.backends.registry import BackendSpec
 from duckdb_sem.backends.throughput import Throughput
 from duckdb_sem.errors import ConfigError
 from duckdb_sem.llm.canonical import canonical_request
-from duckdb_sem.llm.closed import is_scale, scored_question
+from duckdb_sem.llm.closed import is_scale
 from duckdb_sem.llm.guard import GuardCheck
 from duckdb_sem.llm.outputs import OutputParseError, TypeSpec, parse_type
 from duckdb_sem.llm.prompts import DECIDE_PREFIX
@@ -96,7 +95,7 @@ log = logging.getLogger(__name__)
 # Content-free calibration rows (Zhao et al. 2021): a request without a template (hand-built)
 # is calibrated on an empty user turn; one with a template on the template with its fields
 # filled by each of ``llm.request.CONTENT_FREE_FILLERS``, averaged.
-CALIBRATION = "template-v2+scale-v2"  # calibration rows and scale scoring; part of the id
+CALIBRATION = "template-v2+scale-v1"  # calibration rows and scale scoring; part of the id
 
 # An integer scale the template names (``1 to 5``) is answered from a calibrated decision, not
 # from the digits' logits: on held-out reviews gemma-3-270m's digit expectation had Spearman
@@ -500,38 +499,19 @@ def _is_scale(request: LLMRequest) -> bool:
 
 
 def _scale_decision(request: LLMRequest) -> LLMRequest:
-    """The decision "is the answer in the upper half of the scale?" about ``request``'s row,
-    its template without sentences that only say how to write the answer
-    (:func:`~duckdb_sem.llm.closed.scored_question`; one-field templates)."""
-    template, row = request.template, request.row
+    """The decision "is the answer in the upper half of the scale?" about ``request``'s row."""
+    template = request.template
     if template is not None:
-        pieces = template.pieces
-        asked = scored_question(pieces)
-        value = _field_value(template, row)
-        if asked != pieces and value is not None:
-            template = RowTemplate(asked, template.fields)
-            row = template.render([value])
         pieces = (*template.pieces[:-1], template.pieces[-1] + SCALE_QUESTION)
         template = RowTemplate(pieces, template.fields)
     return dataclasses.replace(
         request,
         prefix=DECIDE_PREFIX,
-        row=row + SCALE_QUESTION,
+        row=request.row + SCALE_QUESTION,
         output=OutputSpec.decision(),
         params=DecodingParams(max_tokens=1),
         template=template,
     )
-
-
-def _field_value(template: RowTemplate, row: str) -> str | None:
-    """The value ``row`` holds in ``template``'s only field (None for other templates, or a
-    row not rendered from it)."""
-    if len(template.fields) != 1:
-        return None
-    lead, tail = template.pieces
-    if not (row.startswith(lead) and row.endswith(tail)) or len(row) < len(lead) + len(tail):
-        return None
-    return row[len(lead) : len(row) - len(tail)]
 
 
 def _softmax(values: Sequence[float]) -> list[float]:

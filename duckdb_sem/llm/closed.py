@@ -27,15 +27,7 @@ import re
 
 from duckdb_sem.llm.request import OutputSpec, Task
 
-__all__ = [
-    "MAX_CHOICES",
-    "MAX_SCALE",
-    "describe",
-    "is_scale",
-    "named_choices",
-    "scale_named",
-    "scored_question",
-]
+__all__ = ["MAX_CHOICES", "MAX_SCALE", "describe", "is_scale", "named_choices", "scale_named"]
 
 MAX_CHOICES = 20  # options a template may name and still be read as a closed set
 MAX_SCALE = 101  # values of a numeric range (0-100 is the largest usual one)
@@ -76,36 +68,6 @@ _YES_NO = re.compile(
     r"\b(?:answer|respond|reply|say|output|return)\b[^.?!\n]{0,20}?\b(yes)\s+or\s+(no)\b",
     re.IGNORECASE,
 )
-
-
-# a sentence that says only how to write the answer: "Answer with the digit only.", "Respond
-# with one word, POSITIVE or NEGATIVE." (it starts a piece or follows a sentence's end)
-_FORMAT_SENTENCE = re.compile(
-    r"(?:(?<=^)|(?<=[.?!:]\s)|(?<=\n))\s*(?:please\s+)?(?:answer|respond|reply)\s+"
-    r"(?:with|using|in|only)\b[^.?!:\n]*(?:[.!]|$)\s*",
-    re.IGNORECASE,
-)
-
-
-def scored_question(pieces: tuple[str, ...]) -> tuple[str, ...]:
-    """A scale template's literal pieces without the sentences that only say how to write
-    the answer, for a scale that is scored, not written: the format is then the backend's
-    business, and to a small model the instruction is noise between the question and the
-    row (on the tuning rows of ``benchmarks/tune_closed.py`` the upper-half decision of a 1-5
-    rating ranked at ROC AUC 0.54 with "Answer with the digit only." and 0.65 without it).
-    The pieces come back unchanged when what is left would no longer name the same scale.
-
-    Example:
-        >>> scored_question(("Rate it on a 1 to 5 scale. Answer with the digit only. Review: ", ""))
-        ('Rate it on a 1 to 5 scale. Review: ', '')
-        >>> scored_question(("Review: ", "\\nAnswer with a number from 1 to 5."))
-        ('Review: ', '\\nAnswer with a number from 1 to 5.')
-    """
-    stripped = tuple(_FORMAT_SENTENCE.sub("", piece) for piece in pieces)
-    scale = scale_named("\n".join(pieces), need_rating_word=False)
-    if scale is None or scale_named("\n".join(stripped), need_rating_word=False) != scale:
-        return pieces
-    return stripped
 
 
 def scale_named(text: str, *, need_rating_word: bool = True) -> tuple[int, int] | None:

@@ -6,7 +6,7 @@ import pytest
 
 from duckdb_sem.errors import BindError
 from duckdb_sem.llm.call_options import CallOptions
-from duckdb_sem.llm.closed import describe, named_choices, scale_named, scored_question
+from duckdb_sem.llm.closed import describe, named_choices, scale_named
 from duckdb_sem.llm.prompts import build_request
 from duckdb_sem.llm.request import OperatorKind, OutputSpec, Task
 from duckdb_sem.llm.template import parse_template
@@ -120,40 +120,3 @@ def test_choices_apply_to_maps_only() -> None:
         CallOptions(choices=("a", "b")).check_for("sem_classify")
     CallOptions(choices=("a", "b")).check_for("sem_map")
     assert CallOptions(choices=("it's", "b")).sql_args() == ", choices := ['it''s', 'b']"
-
-
-@pytest.mark.parametrize(
-    ("pieces", "asked"),
-    [
-        (  # the rating: the format sentence goes, the scale and its anchors stay
-            ("Rate how much the critic liked the movie on a 1 to 5 scale (1 = hated it, 5 = "
-             "loved it). Answer with the digit only. Review: ", ""),
-            ("Rate how much the critic liked the movie on a 1 to 5 scale (1 = hated it, 5 = "
-             "loved it). Review: ", ""),
-        ),
-        (("Review: ", "\nScore it on a 1-5 scale. Respond with one number."),
-         ("Review: ", "\nScore it on a 1-5 scale. ")),
-        (("Please answer only with a digit. Rate this from 1 to 5: ", ""),
-         ("Rate this from 1 to 5: ", "")),
-    ],
-)  # fmt: skip
-def test_a_scored_scale_drops_sentences_about_the_answer_format(
-    pieces: tuple[str, ...], asked: tuple[str, ...]
-) -> None:
-    assert scored_question(pieces) == asked
-
-
-@pytest.mark.parametrize(
-    "pieces",
-    [
-        ("Review: ", "\nAnswer with a number from 1 to 5."),  # the scale's only mention
-        ("Answer with one digit: how good is ", " on a 1 to 5 scale?"),  # the question itself
-        ("On a scale from 1 to 5, how much did the critic like the film? Review: ", ""),
-        ("Rate this review from 1 (very negative) to 5 (very positive): ", ""),
-        ("Summarize ", ". Answer with one sentence."),  # no scale: not a scored scale
-    ],
-)
-def test_a_scale_template_keeps_its_words_when_nothing_is_only_format(
-    pieces: tuple[str, ...],
-) -> None:
-    assert scored_question(pieces) == pieces
