@@ -326,7 +326,7 @@ def shapes(
         *quality_shapes.summary(results),
         "",
         f"Reproduce: `python benchmarks/bench_embedded_quality.py --backend '{args.backend}' "
-        f"--threads {args.threads} --rows {args.rows} --tasks {args.tasks}`",
+        f"--threads {args.threads} --rows {args.rows} --tasks {args.tasks} --modes {args.modes}`",
         "",
     ]
     out.write_text("\n".join(lines), encoding="utf-8")
@@ -339,14 +339,19 @@ def main() -> None:
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--rows", type=int, default=120, help="rows (or pairs) per template")
     parser.add_argument("--tasks", default="all", help="comma-separated; default: all")
-    parser.add_argument("--modes", default="before,after")
+    parser.add_argument(
+        "--modes",
+        default="before,after",
+        help="before,after (default) or, for the closed-set shape tasks, generated,scored",
+    )
     parser.add_argument("--out", type=Path, default=RESULTS / "embedded_quality.md")
     args = parser.parse_args()
 
     backend = create_backend(args.backend.format(threads=args.threads))
     modes = args.modes.split(",")
     chosen = tasks(args.rows, modes)
-    shaped = quality_shapes.shape_tasks(args.rows, auc)
+    shape_modes = [m for m in modes if m in quality_shapes.MODES] or quality_shapes.MODES
+    shaped = quality_shapes.shape_tasks(args.rows, auc, shape_modes)
     names = list(chosen) if args.tasks == "all" else args.tasks.split(",")
     if names == ["shapes"]:
         names = list(shaped)
