@@ -34,7 +34,7 @@ MAX_SCALE = 101  # values of a numeric range (0-100 is the largest usual one)
 
 # a range: "1 to 5", "1 (awful) to 5 (great)", "1-10", "0–100", "between 0 and 3"
 _RANGE = re.compile(
-    r"(?<![\d.])(\d{1,3})\s*(?:\([^()]{0,40}\)\s*)?(?:to|-|\u2013|and)\s*(\d{1,3})(?![\d.])",
+    r"(?<![\d.])(\d{1,3})\s*(?:\([^()]{0,40}\)\s*)?(?:to|-|\u2013|and)\s*(\d{1,3})(?!\d|\.\d)",
     re.IGNORECASE,
 )
 # words that make a range a rating scale rather than, say, "ages 1 to 5" or "pages 10-20"

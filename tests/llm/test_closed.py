@@ -120,3 +120,19 @@ def test_choices_apply_to_maps_only() -> None:
         CallOptions(choices=("a", "b")).check_for("sem_classify")
     CallOptions(choices=("a", "b")).check_for("sem_map")
     assert CallOptions(choices=("it's", "b")).sql_args() == ", choices := ['it''s', 'b']"
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Rate the review on a scale from 1 to 5.",
+        "Rate it 1 to 5. Review: {0}",
+        "Score from 1-10.",
+    ],
+)
+def test_a_scale_at_the_end_of_a_sentence_is_a_scale(text: str) -> None:
+    assert scale_named(text) in {(1, 5), (1, 10)}
+
+
+def test_a_decimal_after_a_range_is_not_a_scale() -> None:
+    assert scale_named("Rate pages 1 to 5.5 of the manual") is None
