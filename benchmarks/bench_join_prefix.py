@@ -22,7 +22,8 @@ segments that is (the first side's tokens over the pair's, beyond the lead). Two
 the review first (a short first side, pairs ordered by review) and the plot first (a long first
 side).
 
-Time it alone: anything else on the machine changes every row.
+Each run starts alike (the model warmed on an unrelated row, so its KV cache holds nothing of
+the join). Time it alone: anything else on the machine changes every row.
 
     python benchmarks/bench_join_prefix.py                      # 5 movies x 6 reviews x 5 plots
     python benchmarks/bench_join_prefix.py --movies 2 --reviews 2   # a quick look
@@ -44,7 +45,8 @@ import duckdb_sem
 from duckdb_sem.backends.llama import LlamaBackend
 from duckdb_sem.backends.llama_default import DefaultLlamaBackend
 from duckdb_sem.backends.registry import create_backend
-from duckdb_sem.llm.request import Completion, LLMRequest
+from duckdb_sem.llm.prompts import build_request
+from duckdb_sem.llm.request import Completion, LLMRequest, OperatorKind
 
 TEMPLATES = {
     "review first": "Is this review about the movie with this plot? Review: {r.text} Plot: {p.plot}",
@@ -59,6 +61,8 @@ def _run(template: str, movies: int, reviews: int, *, segments: bool, order: boo
     backend = create_backend(spec)
     assert isinstance(backend, DefaultLlamaBackend)
     model = backend.model_for("join")
+    # every run starts alike: weights paged in, the KV cache holding nothing of the join's
+    model.complete([build_request(OperatorKind.FILTER, "Is this city in Germany? Lyon.")])
     original = LlamaBackend._pair_cut
     if not segments:
         LlamaBackend._pair_cut = lambda self, *args, **kwargs: []  # type: ignore[method-assign]
