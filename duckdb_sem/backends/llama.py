@@ -33,7 +33,6 @@ Example: ``llama:?threads=2`` or ``llama:/models/qwen.gguf?n_ctx=4096``
 from __future__ import annotations
 
 import dataclasses
-import itertools
 import json
 import logging
 import math
@@ -62,6 +61,7 @@ from duckdb_sem.backends.llama_prompts import (
     tokenize,
 )
 from duckdb_sem.backends.llama_rates import RateMeter
+from duckdb_sem.backends.llama_segments import eval_segments
 from duckdb_sem.backends.output_retry import answer_with_retries, retry_params
 from duckdb_sem.backends.registry import BackendSpec
 from duckdb_sem.backends.throughput import Throughput
@@ -240,7 +240,9 @@ class LlamaBackend(Backend):
         shared = self._shared_for(request, row, tokens, examples=True)
         if tokens[: len(shared)] != shared:
             shared = []  # the row was truncated into the prefix: no reuse, still deterministic
-        reused = self._eval_segments(tokens, [len(shared), *self._pair_cut(request, row, tokens)])
+        # a content-free calibration row shares no first side with another: evaluated whole
+        cuts = self._pair_cut(request, row, tokens) if row == request.row else []
+        reused = self._eval_segments(tokens, len(shared), cuts)
         logits = self._last_logits()
         yes = _logsumexp([logits[t] for t in self._model.yes_ids])
         no = _logsumexp([logits[t] for t in self._model.no_ids])
@@ -366,7 +368,7 @@ class LlamaBackend(Backend):
         """Evaluate ``tokens``, reusing the KV cache of ``shared`` when it is already there."""
         if tokens[: len(shared)] != shared:
             shared = []  # the row was truncated into the prefix: no reuse, still deterministic
-        return self._eval_segments(tokens, [len(shared)])
+        return self._eval_segments(tokens, len(shared))
 
     def _pair_cut(self, request: LLMRequest, row: str, tokens: list[int]) -> list[int]:
         """For a pair (a join), the end of its first side's segment in ``tokens``, else none.
@@ -384,30 +386,13 @@ class LlamaBackend(Backend):
         seg = self._last_segment[1]
         return [len(seg)] if tokens[: len(seg)] == seg else []
 
-    def _eval_segments(self, tokens: list[int], cuts: list[int]) -> int:
-        """Evaluate ``tokens`` in segments ending at ``cuts``, reusing the KV cache of every
-        leading segment it already holds; how many tokens it reused.
-
-        Segment boundaries are fixed by the template, never by what was evaluated before: the
-        prefix is evaluated from position 0, each later segment from the end of the one before.
-        llama.cpp's float results depend on how tokens are split into batches, so a cache
-        reused from an arbitrary common point would make scores depend on history.
-        """
-        import numpy as np
-
-        llama = self._model.llama
-        bounds = [0, *sorted({c for c in cuts if 0 < c < len(tokens)}), len(tokens)]
-        have = 0  # segments already in the cache
-        held = llama.input_ids[: llama.n_tokens]
-        for i, end in enumerate(bounds[1:-1], start=1):
-            if len(held) >= end and np.array_equal(held[:end], tokens[:end]):
-                have = i
-        llama.n_tokens = bounds[have]  # eval() drops the KV cache after n_tokens
-        for start, end in itertools.pairwise(bounds[have:]):
-            llama.eval(tokens[start:end])
-        self.tokens_evaluated += len(tokens) - bounds[have]
+    def _eval_segments(self, tokens: list[int], lead: int, cuts: Sequence[int] = ()) -> int:
+        """Evaluate ``tokens`` in segments (:func:`.llama_segments.eval_segments`); how many
+        of them came from the KV cache."""
+        reused = eval_segments(self._model, tokens, lead, cuts)
+        self.tokens_evaluated += len(tokens) - reused
         self.tokens_prompted += len(tokens)
-        return bounds[have]
+        return reused
 
     # -- generation ----------------------------------------------------------------------
 
@@ -430,6 +415,7 @@ class LlamaBackend(Backend):
         grammar = None if spec.is_text else self._grammar(spec)
         params = retry_params(request.params, attempt, RETRY_POLICY)
         self._model.llama.set_seed(params.seed)
+        self._model.kv_lead[0] = -1  # generate() reuses and cuts the cache by its own rules
         if request.guard is not None and grammar is None and attempt == 0:
             text, produced = self._sample_guarded(prompt, max_tokens, GuardCheck(request.guard))
         else:

@@ -17,8 +17,10 @@ __all__ = ["LAYOUTS", "OPTIONS", "PROMPT_FORMAT", "LlamaAnswers", "llama_answers
 #: version of how :mod:`.llama_prompts` lays out chats (prefix, few-shot turns, row); bump it
 #: when the layout changes, so cached answers of the old layout are not served
 #: 2: the BOS token where the GGUF asks for it (gemma); 3: a pair's first side is evaluated as
-#: a segment of its own (llama.py ``_pair_cut``), which moves llama.cpp's batch boundaries
-PROMPT_FORMAT = 3
+#: a segment of its own (llama.py ``_pair_cut``), which moved llama.cpp's batch boundaries;
+#: 4: segments end on whole row groups after the lead (:mod:`.llama_segments`), so every
+#: decision scores bit for bit as under 2 again
+PROMPT_FORMAT = 4
 
 #: how one-field filter decisions are laid out (``layout=``): ``canonical`` asks every phrasing
 #: in one layout (:mod:`duckdb_sem.llm.canonical`), ``template`` as the template is written

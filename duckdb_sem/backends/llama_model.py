@@ -17,7 +17,7 @@ import logging
 import os
 import threading
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -106,6 +106,11 @@ class LoadedModel:
     #: tokens every prompt starts with: the BOS token where the GGUF asks for it
     #: (``tokenizer.ggml.add_bos_token``, e.g. Gemma, which degrades badly without it)
     lead_ids: tuple[int, ...] = ()
+    #: where the first segment of what the KV cache holds ends (``llama.py``
+    #: ``_eval_segments``), one cell: a prompt reuses the cache only after one cut at the same
+    #: place; -1 (reuse nothing) before any and after generated text (``generate`` reuses and
+    #: cuts by its own rules)
+    kv_lead: list[int] = field(default_factory=lambda: [-1])
 
 
 #: llama.cpp's own log lines, as records of this logger (``duckdb-sem -v`` shows them)
