@@ -33,6 +33,10 @@ settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "deterministic"))
 #: marks the environment of this session's processes, and of the sidecars they start
 SESSION_MARK = "DSEM_TEST_SESSION"
 os.environ[SESSION_MARK] = uuid.uuid4().hex
+# for the whole session, not only inside each test (``_isolated_env``): a module- or
+# session-scoped fixture connects before any test's environment is set, and on ``llama:`` it
+# would otherwise start the per-user local sidecar (test_three_ways_model's did)
+os.environ["DUCKDB_SEM_SCHEDULER"] = "inprocess"
 
 
 @pytest.fixture(autouse=True)
