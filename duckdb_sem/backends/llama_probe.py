@@ -17,7 +17,6 @@ rebuilt library has a new key.
 from __future__ import annotations
 
 import hashlib
-import os
 import signal
 import subprocess
 import sys
@@ -95,9 +94,8 @@ def _key(library: Path) -> str:
 
 def _probe(model: Path, library: Path, timeout_s: float) -> None:
     argv = [sys.executable, "-c", _PROBE, str(model)]
-    env = dict(os.environ)
     try:
-        done = subprocess.run(argv, capture_output=True, timeout=timeout_s, env=env, check=False)
+        done = subprocess.run(argv, capture_output=True, timeout=timeout_s, check=False)
     except subprocess.TimeoutExpired:
         return  # slow is not broken: the real load goes ahead and will say what is wrong
     if done.returncode >= 0:
