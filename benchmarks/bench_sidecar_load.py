@@ -7,8 +7,10 @@ driven by ``--procs`` client processes holding ``--queries`` concurrent client q
 them. Each query sends SEUs of ``--rows`` filter requests (~300-token prompts, every row
 distinct, cache off, so nothing is fused or cached) on a fixed schedule that offers the load
 asked for (requests/s over all queries), for ``--seconds`` per load. Reported per offered load:
-requests/s answered, P50/P99 SEU latency, the sidecar's CPU seconds per request (from
-``/proc``), and the queue length it reports (``/v1/status``, sampled). Written to
+requests/s answered, P50/P99 SEU latency as the clients see it and as spent inside the sidecar
+(``/v1/latency``: request read to answer written, so with replicas that answer at once, what the
+sidecar adds), the sidecar's CPU seconds per request (from ``/proc``), and the queue length it
+reports (``/v1/status``, sampled). Written to
 ``results/sidecar_load.md`` and ``.png``.
 
 The clients share the machine with the sidecar, so on a small machine requests/s is a floor of
@@ -146,15 +148,28 @@ def _level(
     cpu = _cpu_s(pid) - cpu0
     lat = sorted(x for o in outs for x in o["latencies"])
     answered = sum(o["answered"] for o in outs)
+    inside = _inside(url, min(o["start"] for o in outs))
     return {
         "offered": load,
         "answered_per_s": answered / max(wall, 1e-9),
         "p50_ms": 1000 * statistics.median(lat) if lat else float("nan"),
         "p99_ms": 1000 * lat[min(len(lat) - 1, int(0.99 * len(lat)))] if lat else float("nan"),
+        "inside_p50_ms": inside.get("p50_ms", float("nan")),
+        "inside_p99_ms": inside.get("p99_ms", float("nan")),
         "cpu_us_per_request": 1e6 * cpu / max(answered, 1),
         "max_queued": max(queued, default=0),
         "requests": answered,
     }
+
+
+def _inside(url: str, since: float) -> dict[str, float]:
+    """The sidecar's own time per SEU in this level's window (``GET /v1/latency``; a baseline
+    tree from before it existed answers 404: NaN)."""
+    try:
+        reply = httpx.get(f"{url}/v1/latency", params={"since": since}, timeout=5)
+    except httpx.HTTPError:
+        return {}
+    return dict(reply.json()) if reply.status_code == 200 else {}
 
 
 def main() -> None:
@@ -162,6 +177,11 @@ def main() -> None:
     parser.add_argument("--replicas", type=int, default=8)
     parser.add_argument("--profile", default="qwen3-4b-a100")
     parser.add_argument("--time-scale", type=float, default=0.0)
+    parser.add_argument(
+        "--spec",
+        help="each replica this backend instead of sim:PROFILE, e.g. 'test:' (rule-based "
+        "answers, no engine simulated: the sidecar's own cost without the simulator's)",
+    )
     parser.add_argument(
         "--servers",
         action="store_true",
@@ -185,7 +205,7 @@ def main() -> None:
     )
     parser.add_argument("--out", type=Path, default=RESULTS / "sidecar_load.md")
     args = parser.parse_args()
-    spec = f"sim:{args.profile}?time_scale={args.time_scale}"
+    spec = args.spec or f"sim:{args.profile}?time_scale={args.time_scale}"
     if args.where:
         _where(args, spec)
         return
@@ -301,14 +321,15 @@ def _write(args: argparse.Namespace, spec: str, rows: list[dict[str, Any]]) -> N
         f"requests, cache off, {args.seconds:.0f} s per offered load"
         + (", this tree and the baseline taking turns at each load." if len(builds) > 1 else "."),
         "",
-        "| build | offered req/s | answered req/s | P50 ms | P99 ms | sidecar CPU us/request "
-        "| max queued requests |",
-        "|---|---|---|---|---|---|---|",
+        "| build | offered req/s | answered req/s | P50 ms | P99 ms | in sidecar P50 ms "
+        "| in sidecar P99 ms | sidecar CPU us/request | max queued requests |",
+        "|---|---|---|---|---|---|---|---|---|",
     ]
     for r in sorted(rows, key=lambda r: (builds.index(r["build"]), r["offered"])):
         lines.append(
             f"| {r['build']} | {r['offered']:.0f} | {r['answered_per_s']:.0f} | "
-            f"{r['p50_ms']:.1f} | {r['p99_ms']:.1f} | {r['cpu_us_per_request']:.0f} | "
+            f"{r['p50_ms']:.1f} | {r['p99_ms']:.1f} | {r['inside_p50_ms']:.2f} | "
+            f"{r['inside_p99_ms']:.2f} | {r['cpu_us_per_request']:.0f} | "
             f"{r['max_queued']} |"
         )
     lines.append("")

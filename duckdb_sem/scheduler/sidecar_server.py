@@ -23,6 +23,7 @@ import socket
 import socketserver
 import threading
 import time
+import urllib.parse
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
@@ -31,6 +32,7 @@ from duckdb_sem.errors import QueryCancelledError, SemError
 from duckdb_sem.scheduler.core import Scheduler
 from duckdb_sem.scheduler.hangup import HangupWatch
 from duckdb_sem.scheduler.idle import Activity
+from duckdb_sem.scheduler.latency import SeuTimes
 from duckdb_sem.scheduler.local_paths import lock_path_of, start_lock
 from duckdb_sem.scheduler.metrics import render_metrics
 from duckdb_sem.scheduler.protocol import decode_seu, encode_error, encode_result
@@ -124,6 +126,14 @@ class _Handler(BaseHTTPRequestHandler):
             self._send(200, json.dumps(body).encode())
         elif self.path == "/v1/status":
             self._send(200, json.dumps(scheduler.status()).encode())
+        elif self.path.startswith("/v1/latency"):
+            query = urllib.parse.parse_qs(urllib.parse.urlsplit(self.path).query)
+            try:
+                since = float(query.get("since", ["0"])[0])
+            except ValueError:
+                self._send(400, encode_error(SemError("since= takes a time.monotonic() reading")))
+                return
+            self._send(200, json.dumps(self.server.seu_times.summary(since=since)).encode())
         elif self.path == "/metrics":
             text = render_metrics(scheduler.status())
             self._send(200, text.encode(), "text/plain; version=0.0.4")
@@ -135,6 +145,7 @@ class _Handler(BaseHTTPRequestHandler):
         try:
             data = self._body()
             if self.path == "/v1/seu":
+                began = time.monotonic()
                 seu = decode_seu(data)
                 future = scheduler.submit(seu)
                 with self.server.hangups.watching(self.connection, seu.query_id) as peer:
@@ -143,6 +154,8 @@ class _Handler(BaseHTTPRequestHandler):
                     self.close_connection = True
                     return
                 self._send(200, encode_result(future.result()))
+                done = time.monotonic()
+                self.server.seu_times.record(finished=done, seconds=done - began)
             elif self.path in ("/v1/cancel", "/v1/finish"):
                 query_id = str(json.loads(data)["query_id"])
                 if self.path == "/v1/cancel":
@@ -197,6 +210,7 @@ class _TCPServer(ThreadingHTTPServer):
     def __init__(self, address: tuple[str, int], scheduler: Scheduler) -> None:
         self.scheduler = scheduler
         self.activity = Activity()
+        self.seu_times = SeuTimes()
         self.hangups = HangupWatch(scheduler.cancel)
         self.connections = _Connections()
         super().__init__(address, _Handler)
@@ -209,6 +223,7 @@ class _UnixServer(socketserver.ThreadingMixIn, socketserver.UnixStreamServer):
     def __init__(self, path: str, scheduler: Scheduler) -> None:
         self.scheduler = scheduler
         self.activity = Activity()
+        self.seu_times = SeuTimes()
         self.hangups = HangupWatch(scheduler.cancel)
         self.connections = _Connections()
         if os.path.exists(path):

@@ -182,3 +182,26 @@ def test_status_metrics_and_top_show_live_queries() -> None:
     finally:
         client.close()
         server.shutdown()
+
+
+def test_latency_reports_the_time_each_seu_spent_inside_the_sidecar() -> None:
+    # RuleBackend answers after 150 ms: an SEU's time inside the sidecar includes its backend
+    scheduler = Scheduler([RuleBackend(latency_ms=150)])
+    server = SidecarServer(scheduler, "127.0.0.1:0").start()
+    client = SidecarClient(server.url)
+    try:
+        before = time.monotonic()
+        requests = tuple(build_request(OperatorKind.FILTER, f"row {i}") for i in range(2))
+        for i in range(2):
+            client.submit(SEU(f"q{i}", "sem_filter#1", requests[i : i + 1], 1.0)).result(30)
+        after = time.monotonic()
+        window = httpx.get(f"{server.url}/v1/latency", params={"since": before}).json()
+        assert window["count"] == 2
+        assert 150 <= window["p50_ms"] <= window["p99_ms"] < 1000 * (after - before)
+        later = httpx.get(f"{server.url}/v1/latency", params={"since": after}).json()
+        assert later == {"count": 0, "p50_ms": 0.0, "p99_ms": 0.0}
+        bad = httpx.get(f"{server.url}/v1/latency", params={"since": "yesterday"})
+        assert bad.status_code == 400 and "monotonic" in bad.text
+    finally:
+        client.close()
+        server.shutdown()
