@@ -194,8 +194,15 @@ def test_latency_reports_the_time_each_seu_spent_inside_the_sidecar() -> None:
         requests = tuple(build_request(OperatorKind.FILTER, f"row {i}") for i in range(2))
         for i in range(2):
             client.submit(SEU(f"q{i}", "sem_filter#1", requests[i : i + 1], 1.0)).result(30)
+        # the sidecar records an SEU once its answer is written, so the client can hold the
+        # answer a moment before the record exists: wait for both records, then read the clock
+        deadline = time.monotonic() + 10
+        while True:
+            window = httpx.get(f"{server.url}/v1/latency", params={"since": before}).json()
+            if window["count"] >= 2 or time.monotonic() > deadline:
+                break
+            time.sleep(0.01)
         after = time.monotonic()
-        window = httpx.get(f"{server.url}/v1/latency", params={"since": before}).json()
         assert window["count"] == 2
         assert 150 <= window["p50_ms"] <= window["p99_ms"] < 1000 * (after - before)
         later = httpx.get(f"{server.url}/v1/latency", params={"since": after}).json()
