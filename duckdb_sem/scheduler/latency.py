@@ -37,8 +37,9 @@ class SeuTimes:
 
     def summary(self, *, since: float = 0.0) -> dict[str, float]:
         """Count, P50 and P99 (milliseconds) of the SEUs answered after ``since``."""
-        with self._lock:
-            picked = sorted(s for end, s in self._times if end > since)
+        with self._lock:  # copy only: record() runs on every answered SEU
+            picked = [s for end, s in self._times if end > since]
+        picked.sort()
         if not picked:
             return {"count": 0, "p50_ms": 0.0, "p99_ms": 0.0}
         return {

@@ -126,8 +126,8 @@ class _Handler(BaseHTTPRequestHandler):
             self._send(200, json.dumps(body).encode())
         elif self.path == "/v1/status":
             self._send(200, json.dumps(scheduler.status()).encode())
-        elif self.path.startswith("/v1/latency"):
-            query = urllib.parse.parse_qs(urllib.parse.urlsplit(self.path).query)
+        elif (url := urllib.parse.urlsplit(self.path)).path == "/v1/latency":
+            query = urllib.parse.parse_qs(url.query)
             try:
                 since = float(query.get("since", ["0"])[0])
             except ValueError:
