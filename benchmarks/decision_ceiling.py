@@ -1,0 +1,78 @@
+"""How far a decision's threshold is from the best one, on held-out rows (issue 27 item 3).
+
+For the five phrasings of ``rt-phrasings`` (:data:`quality_shapes.PHRASINGS`, the same 200
+held-out Rotten Tomatoes reviews as ``bench_embedded_quality.py --tasks rt-phrasings``), it
+scores every row on ``--backend`` and prints, per phrasing, the accuracy at the engine's own
+threshold (calibrated score > 0), the ROC AUC, the yes share, and the accuracy at the best
+threshold chosen *with the labels*: an upper bound that no label-free calibration can beat.
+It chooses nothing; it says whether a miss is the threshold's or the ranking's.
+
+    python benchmarks/decision_ceiling.py --out /tmp/ceiling.json
+    python benchmarks/decision_ceiling.py --backend 'llama:?threads=1&layout=template' --out F
+
+Data: ``sh benchmarks/fetch_quality_data.sh`` once.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+from pathlib import Path
+
+import quality_data
+import quality_shapes
+
+from duckdb_sem.backends.registry import create_backend
+from duckdb_sem.llm.prompts import build_request
+from duckdb_sem.llm.request import OperatorKind
+from duckdb_sem.llm.template import parse_template
+
+
+def roc_auc(scores: list[float], labels: list[bool]) -> float:
+    pos = [s for s, y in zip(scores, labels, strict=True) if y]
+    neg = [s for s, y in zip(scores, labels, strict=True) if not y]
+    wins = sum((p > n) + 0.5 * (p == n) for p in pos for n in neg)
+    return wins / (len(pos) * len(neg))
+
+
+def best_threshold_accuracy(scores: list[float], labels: list[bool]) -> float:
+    """The accuracy of ``score > t`` at the best ``t`` (every distinct score, and below all)."""
+    cuts = [min(scores) - 1.0, *sorted(set(scores))]
+    return max(sum((s > t) == y for s, y in zip(scores, labels, strict=True)) for t in cuts) / len(
+        labels
+    )
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--backend", default="llama:?threads=1&share_cpu=off")
+    parser.add_argument("--rows", type=int, default=200)
+    parser.add_argument("--out", type=Path, required=True, help="the rows' scores (JSON)")
+    args = parser.parse_args()
+    backend = create_backend(args.backend)
+    reviews, _ = quality_data.rotten_tomatoes()
+    picked = random.Random(11).sample(reviews, args.rows)  # as quality_shapes.phrasings
+    texts, labels = [r.text for r in picked], [r.fresh for r in picked]
+    print(f"{args.backend}, {len(labels)} held-out reviews, true share "
+          f"{sum(labels) / len(labels):.3f}")  # fmt: skip
+    print("| phrasing | accuracy at the engine's threshold | ROC AUC | yes share | "
+          "accuracy at the best threshold |\n|---|---|---|---|---|")  # fmt: skip
+    scores: dict[str, list[float]] = {}
+    for source in quality_shapes.PHRASINGS:
+        template = parse_template(source)
+        requests = [
+            build_request(OperatorKind.FILTER, template.render([t]), template=template)
+            for t in texts
+        ]
+        answers, _ = quality_shapes.run_requests(backend, requests)
+        got = scores[source] = [a.score or 0.0 for a in answers]
+        accuracy = sum((s > 0) == y for s, y in zip(got, labels, strict=True)) / len(labels)
+        print(f"| `{source}` | {accuracy:.3f} | {roc_auc(got, labels):.3f} | "
+              f"{sum(s > 0 for s in got) / len(got):.2f} | "
+              f"{best_threshold_accuracy(got, labels):.3f} |", flush=True)  # fmt: skip
+        args.out.write_text(json.dumps({"labels": labels, "scores": scores}), encoding="utf-8")
+
+
+if __name__ == "__main__":
+    main()
