@@ -7,8 +7,15 @@ threshold (calibrated score > 0), the ROC AUC, the yes share, and the accuracy a
 threshold chosen *with the labels*: an upper bound that no label-free calibration can beat.
 It chooses nothing; it says whether a miss is the threshold's or the ranking's.
 
+``--bounds`` runs no model: it says what per-row accuracy the tasks built on one decision per
+row need, on the benchmark's own movies, if each row is right with probability ``p``
+independently (errors unbiased): the mean relative error of per-movie POSITIVE counts
+(``rt-labels-words``' 12 report movies) and the F1 of ``per_row :=`` same- and
+opposite-verdict self-joins (``quality_pairs``' report movies, every ordered pair).
+
     python benchmarks/decision_ceiling.py --out /tmp/ceiling.json
     python benchmarks/decision_ceiling.py --backend 'llama:?threads=1&layout=template' --out F
+    python benchmarks/decision_ceiling.py --bounds
 
 Data: ``sh benchmarks/fetch_quality_data.sh`` once.
 """
@@ -18,9 +25,11 @@ from __future__ import annotations
 import argparse
 import json
 import random
+import statistics
 from pathlib import Path
 
 import quality_data
+import quality_pairs
 import quality_shapes
 
 from duckdb_sem.backends.registry import create_backend
@@ -44,12 +53,63 @@ def best_threshold_accuracy(scores: list[float], labels: list[bool]) -> float:
     )
 
 
+def _count_error(fresh: list[list[bool]], p: float, rng: random.Random) -> float:
+    errors = []
+    for movie in fresh:
+        said = sum(f if rng.random() < p else not f for f in movie)
+        errors.append(abs(said - sum(movie)) / max(1, sum(movie)))  # as quality_shapes
+    return statistics.mean(errors)
+
+
+def _pair_f1(fresh: list[bool], same: bool, p: float, rng: random.Random) -> float:
+    said = [f if rng.random() < p else not f for f in fresh]
+    tp = fp = fn = 0
+    for i in range(len(fresh)):
+        for j in range(len(fresh)):
+            if i != j:
+                truth = (fresh[i] == fresh[j]) == same
+                yes = (said[i] == said[j]) == same
+                tp, fp, fn = (
+                    tp + (truth and yes),
+                    fp + (yes and not truth),
+                    fn + (truth and not yes),
+                )
+    return 2 * tp / (2 * tp + fp + fn) if tp else 0.0
+
+
+def bounds(trials: int = 2000) -> None:
+    """Expected label count error and per_row F1 against per-row accuracy (no model)."""
+    labelled: dict[str, list[bool]] = {}
+    for review in quality_shapes.report_reviews("labels"):
+        labelled.setdefault(review.movie, []).append(review.fresh)
+    reviews, _ = quality_data.rotten_tomatoes()
+    movies = {m: [r.fresh for r in reviews if r.movie == m] for m in quality_pairs.REPORT_MOVIES}
+    print("| per-row accuracy | POSITIVE count error, 12 movies | " + " | ".join(
+        f"{task} F1, {m} ({sum(f)}/{len(f)} fresh)" for m, f in movies.items()
+        for task in ("same", "opposite")) + " |")  # fmt: skip
+    print("|---|---|" + "---|" * 2 * len(movies))
+    rng = random.Random(27)
+    for p in (0.7, 0.725, 0.75, 0.8, 0.85, 0.9):
+        count = statistics.mean(
+            _count_error(list(labelled.values()), p, rng) for _ in range(trials)
+        )
+        cells = [f"{statistics.mean(_pair_f1(f, task == 'same', p, rng) for _ in range(trials // 10)):.2f}"
+                 for f in movies.values() for task in ("same", "opposite")]  # fmt: skip
+        print(f"| {p:.3f} | {count:.2f} | " + " | ".join(cells) + " |", flush=True)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--backend", default="llama:?threads=1&share_cpu=off")
     parser.add_argument("--rows", type=int, default=200)
-    parser.add_argument("--out", type=Path, required=True, help="the rows' scores (JSON)")
+    parser.add_argument("--out", type=Path, help="the rows' scores (JSON)")
+    parser.add_argument("--bounds", action="store_true", help="accuracy needed (no model)")
     args = parser.parse_args()
+    if args.bounds:
+        bounds()
+        return
+    if args.out is None:
+        parser.error("--out FILE (or --bounds)")
     backend = create_backend(args.backend)
     reviews, _ = quality_data.rotten_tomatoes()
     picked = random.Random(11).sample(reviews, args.rows)  # as quality_shapes.phrasings
