@@ -31,6 +31,7 @@ from pathlib import Path
 import quality_data
 import quality_pairs
 import quality_shapes
+from bench_embedded_quality import auc
 
 from duckdb_sem.backends.registry import create_backend
 from duckdb_sem.llm.prompts import build_request
@@ -38,19 +39,14 @@ from duckdb_sem.llm.request import OperatorKind
 from duckdb_sem.llm.template import parse_template
 
 
-def roc_auc(scores: list[float], labels: list[bool]) -> float:
-    pos = [s for s, y in zip(scores, labels, strict=True) if y]
-    neg = [s for s, y in zip(scores, labels, strict=True) if not y]
-    wins = sum((p > n) + 0.5 * (p == n) for p in pos for n in neg)
-    return wins / (len(pos) * len(neg))
+def accuracy(scores: list[float], labels: list[bool], threshold: float = 0.0) -> float:
+    """The share of rows where ``score > threshold`` is the label."""
+    return sum((s > threshold) == y for s, y in zip(scores, labels, strict=True)) / len(labels)
 
 
 def best_threshold_accuracy(scores: list[float], labels: list[bool]) -> float:
     """The accuracy of ``score > t`` at the best ``t`` (every distinct score, and below all)."""
-    cuts = [min(scores) - 1.0, *sorted(set(scores))]
-    return max(sum((s > t) == y for s, y in zip(scores, labels, strict=True)) for t in cuts) / len(
-        labels
-    )
+    return max(accuracy(scores, labels, t) for t in [min(scores) - 1.0, *sorted(set(scores))])
 
 
 def _count_error(fresh: list[list[bool]], p: float, rng: random.Random) -> float:
@@ -111,8 +107,7 @@ def main() -> None:
     if args.out is None:
         parser.error("--out FILE (or --bounds)")
     backend = create_backend(args.backend)
-    reviews, _ = quality_data.rotten_tomatoes()
-    picked = random.Random(11).sample(reviews, args.rows)  # as quality_shapes.phrasings
+    picked = quality_shapes.phrasing_reviews(args.rows)
     texts, labels = [r.text for r in picked], [r.fresh for r in picked]
     print(f"{args.backend}, {len(labels)} held-out reviews, true share "
           f"{sum(labels) / len(labels):.3f}")  # fmt: skip
@@ -127,8 +122,7 @@ def main() -> None:
         ]
         answers, _ = quality_shapes.run_requests(backend, requests)
         got = scores[source] = [a.score or 0.0 for a in answers]
-        accuracy = sum((s > 0) == y for s, y in zip(got, labels, strict=True)) / len(labels)
-        print(f"| `{source}` | {accuracy:.3f} | {roc_auc(got, labels):.3f} | "
+        print(f"| `{source}` | {accuracy(got, labels):.3f} | {auc(got, labels):.3f} | "
               f"{sum(s > 0 for s in got) / len(got):.2f} | "
               f"{best_threshold_accuracy(got, labels):.3f} |", flush=True)  # fmt: skip
         args.out.write_text(json.dumps({"labels": labels, "scores": scores}), encoding="utf-8")

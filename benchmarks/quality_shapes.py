@@ -175,9 +175,14 @@ def reviews_of(movies: Sequence[str], per_movie: int) -> list[quality_data.Revie
     return picked
 
 
-def phrasings(backend: Backend, n: int, auc: Callable[..., float]) -> list[ShapeRow]:
+def phrasing_reviews(n: int) -> list[quality_data.Review]:
+    """The ``n`` held-out reviews ``rt-phrasings`` asks its phrasings of (seeded)."""
     reviews, _ = quality_data.rotten_tomatoes()
-    picked = random.Random(11).sample(reviews, n)
+    return random.Random(11).sample(reviews, n)
+
+
+def phrasings(backend: Backend, n: int, auc: Callable[..., float]) -> list[ShapeRow]:
+    picked = phrasing_reviews(n)
     texts, labels = [r.text for r in picked], [r.fresh for r in picked]
     out = []
     for source in PHRASINGS:

@@ -23,6 +23,9 @@ import statistics
 from pathlib import Path
 from typing import Any
 
+from bench_embedded_quality import auc
+from decision_ceiling import accuracy
+
 from duckdb_sem.backends import llama_prompts
 from duckdb_sem.backends.llama import LlamaBackend
 from duckdb_sem.backends.llama_identity import LAYOUTS
@@ -76,13 +79,6 @@ def run(out: Path, limit: int, threads: int, variants: list[str]) -> None:
     out.write_text(json.dumps(result), encoding="utf-8")
 
 
-def auc(scores: list[float], labels: list[bool]) -> float:
-    pos = [s for s, y in zip(scores, labels, strict=True) if y]
-    neg = [s for s, y in zip(scores, labels, strict=True) if not y]
-    wins = sum((p > n) + 0.5 * (p == n) for p in pos for n in neg)
-    return wins / (len(pos) * len(neg))
-
-
 def analyse(paths: list[Path]) -> None:
     """Accuracy (calibrated score > 0), ROC AUC and yes-share per phrasing, for each variant
     and for the mean score of each combination of variants."""
@@ -103,7 +99,7 @@ def analyse(paths: list[Path]) -> None:
         for source in PHRASINGS:
             got = [statistics.fmean(v) for v in
                    zip(*(scores[f"{x}|{source}"] for x in combo), strict=True)]  # fmt: skip
-            accs.append(sum((s > 0) == y for s, y in zip(got, labels, strict=True)) / len(labels))
+            accs.append(accuracy(got, labels))
             aucs.append(auc(got, labels))
         print(f"| {' + '.join(combo)} | {min(accs):.3f} | {statistics.fmean(accs):.3f} | "
               f"{max(accs) - min(accs):.3f} | {statistics.fmean(aucs):.3f} |")  # fmt: skip
@@ -114,7 +110,7 @@ def analyse(paths: list[Path]) -> None:
         cells = []
         for x in variants:
             got = scores[f"{x}|{source}"]
-            acc = sum((s > 0) == y for s, y in zip(got, labels, strict=True)) / len(labels)
+            acc = accuracy(got, labels)
             yes = sum(s > 0 for s in got) / len(got)
             cells.append(f"{acc:.3f} / {auc(got, labels):.3f} / {yes:.2f}")
         print(f"| `{source!r}` | " + " | ".join(cells) + " |")
