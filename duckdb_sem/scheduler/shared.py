@@ -75,6 +75,8 @@ class _Entry:
     owned: list[Backend] = field(default_factory=list)  # built here: closed with the client
     users: int = 0
     choice: tuple[str, float | None] = ("", None)  # the policy and aging rate it was built with
+    spec: str = ""  # the backend spec it was built from (in process)
+    told: set[str] = field(default_factory=set)  # other specs already warned about
 
 
 _entries: dict[object, _Entry] = {}
@@ -195,6 +197,7 @@ def _in_process(settings: Settings, backend: Backend | None) -> SharedScheduler:
         known = _spec_ids.get(settings.backend)
         entry_or_none = _entries.get(known) if known is not None else None
         if entry_or_none is not None:
+            _warn_other_spec(entry_or_none, settings.backend)
             return _handle(entry_or_none, cache, settings)
     built = create_backend(settings.backend)  # may load a model: outside the lock
     with _lock:
@@ -202,13 +205,44 @@ def _in_process(settings: Settings, backend: Backend | None) -> SharedScheduler:
         existing = _entries.get(built.backend_id)
         if existing is None:
             entry = _entries[built.backend_id] = _Entry(
-                built.backend_id, _scheduler(built, settings), [built]
+                built.backend_id, _scheduler(built, settings), [built], spec=settings.backend
             )
             entry.choice = (settings.policy, settings.aging_rate)
             return _handle(entry, cache, settings)
     # another spec with the same identity (say other threads) already has a scheduler
     _close(built.close, built.describe())
+    _warn_other_spec(existing, settings.backend)
     return _handle(existing, cache, settings)
+
+
+def _warn_other_spec(entry: _Entry, spec: str) -> None:
+    """Say, once per spec, that a connection of ``spec`` runs on the backend another spec of
+    the same model built: the options in which the two differ (threads, latency, batch size,
+    concurrency, rate limits: none of them changes answers) are the other spec's."""
+    with _lock:
+        if not entry.spec or spec == entry.spec or spec in entry.told:
+            return
+        entry.told.add(spec)
+    try:
+        mine, theirs = parse_spec(spec), parse_spec(entry.spec)
+    except ConfigError:  # both were built: cannot happen; say it plainly anyway
+        differ = [spec]
+    else:
+        ours, other = dict(mine.options), dict(theirs.options)
+        differ = [f"{k}={ours.get(k, '(default)')} (runs with {other.get(k, '(default)')})"
+                  for k in sorted(set(ours) | set(other)) if ours.get(k) != other.get(k)]  # fmt: skip
+        if mine.target != theirs.target:
+            differ.insert(0, f"target {mine.target!r} (runs with {theirs.target!r})")
+    log.warning(
+        "backend %r: this process already schedules the same model with the same answers "
+        "(%s) on the backend built from %r, and every connection of that model shares it; "
+        "this connection's %s do not apply until every connection of %r is closed",
+        spec,
+        entry.key,
+        entry.spec,
+        ", ".join(differ),
+        entry.spec,
+    )
 
 
 def _scheduler(backend: Backend, settings: Settings) -> Scheduler:

@@ -4,6 +4,7 @@ each backend batch answers, from the runtime's ``Progress`` events, not at the e
 from __future__ import annotations
 
 import duckdb_sem
+from duckdb_sem.backends.rules import RuleBackend
 from duckdb_sem.cli.progress import LiveProgress, PlanShare, progress_line
 from duckdb_sem.runtime.context import Progress
 from duckdb_sem.runtime.progress import QueryProgress
@@ -11,7 +12,7 @@ from duckdb_sem.runtime.progress import QueryProgress
 SQL = "SELECT id FROM r WHERE sem_filter('Is {text} fine?')"
 
 
-def _connection(spec: str) -> duckdb_sem.SemConnection:
+def _connection(spec: str | RuleBackend) -> duckdb_sem.SemConnection:
     con = duckdb_sem.connect(backend=spec, cache="off")
     con.execute("CREATE TABLE r AS SELECT i AS id, CASE WHEN i % 2 = 0 THEN 'good' ELSE 'bad' "
                 "END || ' film ' || i AS text FROM range(20) t(i)")  # fmt: skip
@@ -20,7 +21,9 @@ def _connection(spec: str) -> duckdb_sem.SemConnection:
 
 def test_a_20_row_query_reports_every_backend_batch() -> None:
     # 5 backend batches of 4, each heard however late the listener is attached (SEUFuture)
-    con = _connection("test:?yes_if=good&max_batch=4&latency_ms=30")
+    # a backend object: with the spec string, a connection another test left open with the
+    # same model (max_batch 256) would lend its backend, and the 20 rows be one batch
+    con = _connection(RuleBackend(yes_if=["good"], max_batch=4, latency_ms=30))
     events: list[Progress] = []
     con.on_progress = events.append
     rows = con.sql(SQL).fetchall()

@@ -39,13 +39,17 @@ def test_interrupt_stops_within_one_seu_frees_the_queue_and_others_continue(
     tmp_path: Path,
 ) -> None:
     cache = str(tmp_path / "c.sqlite")
-    # same spec and cache: both connections share one scheduler (and its queue)
-    con_a = duckdb_sem.connect(backend=SPEC, cache=cache, batch_size=SEU_ROWS)
-    con_b = duckdb_sem.connect(backend=SPEC, cache=cache, batch_size=SEU_ROWS)
+    # One backend object for both connections: they share its scheduler (and its queue), and
+    # no other scheduler of the process can stand in for it. With the spec string instead, a
+    # connection another test left open with the same model ("test:?yes_if=good", latency 0)
+    # lent its backend: query A then ran in a blink, before the interrupt (the flake of #30).
+    backend = RuleBackend(yes_if=["good"], latency_ms=LATENCY_S * 1000, max_batch=SEU_ROWS)
+    con_a = duckdb_sem.connect(backend=backend, cache=cache, batch_size=SEU_ROWS)
+    con_b = duckdb_sem.connect(backend=backend, cache=cache, batch_size=SEU_ROWS)
     scheduler = con_a.session.engine.client.scheduler  # type: ignore[attr-defined]
     assert isinstance(scheduler, Scheduler)
     assert scheduler is con_b.session.engine.client.scheduler  # type: ignore[attr-defined]
-    backend = scheduler.backends[0]
+    assert scheduler.backends == [backend]
     answered: list[tuple[float, str]] = []
     inner = backend.complete
 

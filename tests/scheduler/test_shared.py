@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import logging
 import subprocess
 import sys
 from pathlib import Path
+
+import pytest
 
 import duckdb_sem
 from duckdb_sem.backends.rules import RuleBackend
@@ -47,6 +50,35 @@ def test_one_scheduler_per_backend_identity_whatever_cache_or_policy(tmp_path: P
     finally:
         for con in (first, second, third, other):
             con.close()
+
+
+def test_a_spec_that_runs_on_another_specs_backend_says_which_options_do_not_apply(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    # same model and answers, other latency and batch size: the connection shares the first
+    # spec's scheduler and backend (one model per identity), so its own options do not apply;
+    # this once made a test's "slow" backend a fast one and its interrupt land after the end
+    first_spec = "test:?yes_if=fine|other-spec-test"
+    second_spec = "test:?yes_if=fine|other-spec-test&latency_ms=100&max_batch=8"
+    first = duckdb_sem.connect(backend=first_spec, cache="off")
+    try:
+        with caplog.at_level(logging.WARNING, logger="duckdb_sem.scheduler.shared"):
+            second = duckdb_sem.connect(backend=second_spec, cache="off")
+            third = duckdb_sem.connect(backend=second_spec, cache="off")
+        try:
+            assert _scheduler(second) is _scheduler(first)
+            backend = _scheduler(second).backends[0]
+            assert isinstance(backend, RuleBackend) and backend.latency_ms == 0
+            said = [r.getMessage() for r in caplog.records if "do not apply" in r.getMessage()]
+            assert len(said) == 1, said  # once per spec, not once per connection
+            assert "latency_ms=100 (runs with (default))" in said[0]
+            assert "max_batch=8 (runs with (default))" in said[0]
+            assert first_spec in said[0]
+        finally:
+            second.close()
+            third.close()
+    finally:
+        first.close()
 
 
 def test_the_last_connection_closes_the_scheduler_and_its_backend() -> None:
