@@ -1,7 +1,7 @@
 """Where the sidecar's CPU goes: ``bench_sidecar_load.py --profile``.
 
 Runs a sidecar in this process (the same :class:`SidecarServer` and :class:`Scheduler` that
-``duckdb-sem serve`` builds) and profiles its connection threads and executor threads with
+``duckdb-sem serve`` builds) and profiles its event loop's thread and executor threads with
 ``cProfile`` on each thread's own CPU clock (``time.thread_time``: time blocked on a socket or
 a lock is not counted), while the benchmark's client processes drive it. The SIMULATED
 engines' own stepping threads are not profiled (a few percent in a per-thread reading).
@@ -21,7 +21,7 @@ __all__ = ["COMPONENTS", "profiled_sidecar", "shares"]
 
 #: (label, function names whose cumulative CPU makes it up); the parts overlap nothing
 COMPONENTS = (
-    ("HTTP framing, /v1/status, the rest of the connection threads", ()),
+    ("HTTP parsing and writes, /v1/status, the rest of the event loop's thread", ()),
     ("decode the SEU (JSON -> LLMRequest)", ("decode_seu",)),
     ("Scheduler.submit: signatures, fusion, queue, dispatch", ("submit_with",)),
     ("encode the answer (-> JSON)", ("encode_result",)),
@@ -42,11 +42,16 @@ class _Profiles:
             if p is None:
                 p = self.local.p = cProfile.Profile(time.thread_time)
                 self.all[kind].append(p)
-            p.enable()
+            depth = getattr(self.local, "depth", 0)
+            if not depth:  # a wrapped call inside another is profiled by the outer one
+                p.enable()
+            self.local.depth = depth + 1
             try:
                 return fn(*args)
             finally:
-                p.disable()
+                self.local.depth = depth
+                if not depth:
+                    p.disable()
 
         return run
 
@@ -59,8 +64,11 @@ def profiled_sidecar(spec: str, replicas: int) -> tuple[Any, _Profiles]:
     from duckdb_sem.scheduler.core import Scheduler
 
     profiles = _Profiles()
-    handler = sidecar_server._Handler
-    handler.handle = profiles.wrap("connection", handler.handle)  # type: ignore[method-assign]
+    # the event loop's thread: parsing, decoding and submitting (data_received), encoding and
+    # writing answers (_seu_done); libuv's own C work outside these calls is not profiled
+    conn, front = sidecar_server._Connection, sidecar_server._Front
+    conn.data_received = profiles.wrap("connection", conn.data_received)  # type: ignore[method-assign]
+    front._seu_done = profiles.wrap("connection", front._seu_done)  # type: ignore[method-assign]
     run = executor.ThreadExecutor._run
     executor.ThreadExecutor._run = staticmethod(profiles.wrap("executor", run))  # type: ignore[method-assign]
     scheduler = Scheduler([create_backend(spec) for _ in range(replicas)])

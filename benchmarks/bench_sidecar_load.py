@@ -252,7 +252,7 @@ def _where(args: argparse.Namespace, spec: str) -> None:
         f"(SIMULATED), {args.queries} client queries in {args.procs} processes, SEUs of "
         f"{args.rows} distinct ~300-token filter requests, {load:.0f} requests/s offered for "
         f"{args.seconds:.0f} s ({row['answered_per_s']:.0f}/s answered). Shares of the CPU of "
-        "the connection and executor threads, each on its own CPU clock (cProfile with "
+        "the event loop's thread and the executor threads, each on its own CPU clock (cProfile with "
         "time.thread_time; the SIMULATED engines' stepping threads not included). Profiling "
         "slows every call, so read the shares, not absolute times.",
         "",
@@ -261,7 +261,9 @@ def _where(args: argparse.Namespace, spec: str) -> None:
         *(f"| {label} | {100 * share:.0f}% |" for label, share in shares(profiles)),
         "",
         "Reproduce: `python benchmarks/bench_sidecar_load.py --where --loads "
-        f"{load:.0f} --seconds {args.seconds:.0f}`",
+        f"{load:.0f} --seconds {args.seconds:.0f}"
+        + (f" --spec {args.spec}" if args.spec else "")
+        + "`",
         "",
     ]
     out.write_text("\n".join(lines))
@@ -344,6 +346,7 @@ def _write(args: argparse.Namespace, spec: str, rows: list[dict[str, Any]]) -> N
         "",
         "Reproduce: `python benchmarks/bench_sidecar_load.py --loads "
         f"{' '.join(f'{x:.0f}' for x in args.loads)} --seconds {args.seconds:.0f}"
+        + (f" --spec {args.spec}" if args.spec else "")
         + (" --baseline DIR" if len(builds) > 1 else "")
         + "`",
         "",

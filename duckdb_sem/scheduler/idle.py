@@ -34,14 +34,22 @@ class Activity:
     @contextlib.contextmanager
     def request(self) -> Iterator[None]:
         """One request, from its first byte handled to its answer sent."""
-        with self._lock:
-            self._busy += 1
+        self.begin()
         try:
             yield
         finally:
-            with self._lock:
-                self._busy -= 1
-                self._last = self._clock()
+            self.end()
+
+    def begin(self) -> None:
+        """A request began (each ``begin`` is followed by one ``end``)."""
+        with self._lock:
+            self._busy += 1
+
+    def end(self) -> None:
+        """A request ended: answered, failed, or its client left."""
+        with self._lock:
+            self._busy -= 1
+            self._last = self._clock()
 
     def idle_for(self) -> float:
         """Seconds since the last request ended (0 while one is in flight)."""

@@ -13,7 +13,7 @@ across processes. The first process to need it starts it; the others find it.
   does not stop the others' scheduler), its stderr to ``sched-<key>.log``. Two racing processes
   start one sidecar.
 - **A client that dies** closes its connections; the sidecar cancels its queries
-  (:mod:`.hangup`).
+  (:mod:`.sidecar_server`: the loop sees its connection end).
 - **A sidecar that dies** fails the SEUs in flight with SidecarError (it may have run them);
   the next SEU that finds no sidecar starts a new one and is sent there
   (``SidecarClient(on_unreachable=...)``).
