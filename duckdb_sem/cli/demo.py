@@ -50,6 +50,10 @@ def demo(
     try:
         queries = [q for q in example_queries(sql_dir) if not only or any(o in q[0] for o in only)]
         con = duckdb_sem.connect(backend=backend, cache=cache, scheduler=scheduler)
+    except SemError as exc:
+        err.print(f"[red]error[/red] ({type(exc).__name__}): {exc}")
+        sys.exit(1)
+    try:  # closed however it ends: a share left open keeps its model's scheduler in the process
         err.print(f"backend: {con.session.engine.client.backend_id}")
         for result in run_demo(con, queries):
             out.rule(f"[bold]{result.name}[/bold]")
@@ -69,3 +73,5 @@ def demo(
     except SemError as exc:
         err.print(f"[red]error[/red] ({type(exc).__name__}): {exc}")
         sys.exit(1)
+    finally:
+        con.close()

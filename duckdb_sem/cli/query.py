@@ -106,10 +106,28 @@ def query(
         raise click.UsageError("the SQL holds no statement")
     try:
         con = duckdb_sem.connect(db, backend=backend, cache=cache, scheduler=scheduler)
-        if demo:
-            duckdb_sem.load_demo(con)
     except SemError as exc:
         _fail(err, exc)
+    try:  # closed however it ends: a share left open keeps its model's scheduler in the process
+        if demo:
+            duckdb_sem.load_demo(con)
+        _run_statements(con, statements, err, fmt, show_prompts, no_progress, progress_every, stats)
+    except SemError as exc:
+        _fail(err, exc)
+    finally:
+        con.close()
+
+
+def _run_statements(
+    con: SemConnection,
+    statements: list[str],
+    err: Console,
+    fmt: str,
+    show_prompts: bool,
+    no_progress: bool,
+    progress_every: float,
+    stats: bool,
+) -> None:
     shown = 0
     for statement in statements:
         try:

@@ -28,8 +28,10 @@ import contextlib
 import io
 import re
 import shutil
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
 from markdown_it import MarkdownIt
@@ -181,6 +183,37 @@ def demo_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     return tmp_path
 
 
+@contextlib.contextmanager
+def _closing_what_snippets_open() -> Iterator[None]:
+    """Close every connection a page's snippets opened and release every ``install``, as a
+    reader's script ends: a share left open would keep its model's scheduler, with that
+    page's backend options, for the tests after this one (a borrowed zero-latency backend
+    once made a cancellation test's slow query finish before its interrupt)."""
+    real_connect, real_install = duckdb_sem.connect, duckdb_sem.install
+    opened: list[Any] = []
+
+    def connect(*args: Any, **kwargs: Any) -> duckdb_sem.SemConnection:
+        con = real_connect(*args, **kwargs)
+        opened.append(con)
+        return con
+
+    def install(*args: Any, **kwargs: Any) -> Any:
+        session = real_install(*args, **kwargs)
+        opened.append(session)
+        return session
+
+    duckdb_sem.connect, duckdb_sem.install = connect, install  # type: ignore[assignment]
+    try:
+        yield
+    finally:
+        duckdb_sem.connect, duckdb_sem.install = real_connect, real_install  # type: ignore[assignment]
+        for thing in reversed(opened):
+            if isinstance(thing, duckdb_sem.SemConnection):
+                thing.close()
+            else:
+                thing.release()
+
+
 def run_page(page: Path, *, compare: bool) -> None:
     """Run a page's blocks in order; with ``compare``, check each shown output."""
     namespace: dict[str, object] = {"__name__": "__docs__"}
@@ -210,7 +243,8 @@ def test_every_snippet_of_the_page_runs(
     monkeypatch.setenv("DUCKDB_SEM_BACKEND", "test:")
     monkeypatch.setenv("DUCKDB_SEM_CACHE", "off")
     monkeypatch.setenv("DUCKDB_SEM_EMBED_BACKEND", "sim-embed:")
-    run_page(page, compare=page.name != "README.md")
+    with _closing_what_snippets_open():
+        run_page(page, compare=page.name != "README.md")
 
 
 @pytest.mark.parametrize("page", PAGES, ids=lambda p: p.name)
