@@ -246,10 +246,10 @@ def _where(args: argparse.Namespace, spec: str) -> None:
     print(json.dumps({k: round(v, 1) for k, v in row.items()}), flush=True)
     out = args.out.with_name("sidecar_profile.md")
     lines = [
-        "# Where the scheduler sidecar's CPU goes (SIMULATED replicas)",
+        f"# Where the scheduler sidecar's CPU goes ({_kind(spec)} replicas)",
         "",
         f"`bench_sidecar_load.py --where`: an in-process sidecar with {args.replicas} x `{spec}` "
-        f"(SIMULATED), {args.queries} client queries in {args.procs} processes, SEUs of "
+        f"({_kind(spec)}), {args.queries} client queries in {args.procs} processes, SEUs of "
         f"{args.rows} distinct ~300-token filter requests, {load:.0f} requests/s offered for "
         f"{args.seconds:.0f} s ({row['answered_per_s']:.0f}/s answered). Shares of the CPU of "
         "the event loop's thread and the executor threads, each on its own CPU clock (cProfile with "
@@ -311,13 +311,23 @@ def _wait(url: str) -> None:
     raise SystemExit(f"{url} did not answer")
 
 
+def _kind(spec: str) -> str:
+    """What the replicas are, for titles: SIMULATED engines, or rule-based answers."""
+    return "SIMULATED" if "sim:" in spec else "rule-based, no engine simulated"
+
+
 def _write(args: argparse.Namespace, spec: str, rows: list[dict[str, Any]]) -> None:
     builds = list(dict.fromkeys(r["build"] for r in rows))
     lines = [
-        "# The scheduler sidecar under load (SIMULATED replicas)",
+        f"# The scheduler sidecar under load ({_kind(spec)} replicas)",
         "",
-        f"One `duckdb-sem serve` with {args.replicas} x `{spec}` (SIMULATED; time_scale "
-        f"{args.time_scale:g}; at 0 replicas answer at once, so the sidecar is the bottleneck), "
+        f"One `duckdb-sem serve` with {args.replicas} x `{spec}` ({_kind(spec)}; "
+        + (
+            f"time_scale {args.time_scale:g}; at 0 replicas answer at once, "
+            if "sim:" in spec
+            else "they answer at once, "
+        )
+        + "so the sidecar is the bottleneck), "
         f"{args.queries} concurrent client queries in {args.procs} client processes on the "
         f"same {os.cpu_count()}-CPU machine, SEUs of {args.rows} distinct ~300-token filter "
         f"requests, cache off, {args.seconds:.0f} s per offered load"
@@ -379,7 +389,7 @@ def _write(args: argparse.Namespace, spec: str, rows: list[dict[str, Any]]) -> N
     c.set_ylabel("sidecar CPU us / request")
     c.set_ylim(bottom=0)
     c.legend()
-    fig.suptitle("Scheduler sidecar under load (SIMULATED replicas)")
+    fig.suptitle(f"Scheduler sidecar under load ({_kind(spec)} replicas)")
     fig.tight_layout()
     fig.savefig(args.out.with_suffix(".png"), dpi=100)
     print(f"wrote {args.out}")
