@@ -239,7 +239,8 @@ class _Connection(asyncio.Protocol):
                     self._front.handle(self, request)
                 except Exception as err:
                     log.exception("sidecar: %s %s failed", request.method, request.path)
-                    self.answer(request, 500, encode_error(SemError(f"internal error: {err}")))
+                    if self._busy:  # not answered before it failed
+                        self.answer(request, 500, encode_error(SemError(f"internal error: {err}")))
         finally:
             self._in_next = False
 
