@@ -42,7 +42,7 @@ from pathlib import Path
 from typing import Any
 
 from duckdb_sem.backends.base import Backend
-from duckdb_sem.backends.registry import create_backend, parse_spec
+from duckdb_sem.backends.registry import create_backend, parse_spec, split_price
 from duckdb_sem.cache.store import LLMCache
 from duckdb_sem.config import INPROCESS_SCHEDULER, LOCAL_SCHEDULER, Settings
 from duckdb_sem.errors import ConfigError, SidecarError
@@ -218,13 +218,17 @@ def _in_process(settings: Settings, backend: Backend | None) -> SharedScheduler:
 def _warn_other_spec(entry: _Entry, spec: str) -> None:
     """Say, once per spec, that a connection of ``spec`` runs on the backend another spec of
     the same model built: the options in which the two differ (threads, latency, batch size,
-    concurrency, rate limits: none of them changes answers) are the other spec's."""
+    concurrency, rate limits: none of them changes answers) are the other spec's. A price
+    (``price_in`` / ``price_out``) is each connection's own, so specs that differ only in
+    price share silently."""
+    ours_spec = split_price(spec)[0]
+    theirs_spec = split_price(entry.spec)[0] if entry.spec else ""
     with _lock:
-        if not entry.spec or spec == entry.spec or spec in entry.told:
+        if not entry.spec or ours_spec == theirs_spec or spec in entry.told:
             return
         entry.told.add(spec)
     try:
-        mine, theirs = parse_spec(spec), parse_spec(entry.spec)
+        mine, theirs = parse_spec(ours_spec), parse_spec(theirs_spec)
     except ConfigError:  # both were built: cannot happen; say it plainly anyway
         differ = [spec]
     else:

@@ -81,6 +81,33 @@ def test_a_spec_that_runs_on_another_specs_backend_says_which_options_do_not_app
         first.close()
 
 
+def test_specs_that_differ_only_in_price_share_without_a_warning(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    # a price is each connection's own (EXPLAIN SEMANTIC reads it from the connection's
+    # spec), so it is not an option "that does not apply"; latency beside it still is
+    first_spec = "test:?yes_if=fine|price-spec-test&price_in=0.15"
+    priced = "test:?yes_if=fine|price-spec-test&price_in=2&price_out=8"
+    slower = "test:?yes_if=fine|price-spec-test&price_in=2&latency_ms=100"
+    first = duckdb_sem.connect(backend=first_spec, cache="off")
+    try:
+        with caplog.at_level(logging.WARNING, logger="duckdb_sem.scheduler.shared"):
+            second = duckdb_sem.connect(backend=priced, cache="off")
+            said_priced = [r.getMessage() for r in caplog.records]
+            third = duckdb_sem.connect(backend=slower, cache="off")
+        try:
+            assert _scheduler(second) is _scheduler(first) is _scheduler(third)
+            assert not [m for m in said_priced if "do not apply" in m], said_priced
+            said = [r.getMessage() for r in caplog.records if "do not apply" in r.getMessage()]
+            assert len(said) == 1 and "latency_ms=100 (runs with (default))" in said[0], said
+            assert "price" not in said[0].split("this connection's")[1].split(" do not")[0]
+        finally:
+            second.close()
+            third.close()
+    finally:
+        first.close()
+
+
 def test_the_last_connection_closes_the_scheduler_and_its_backend() -> None:
     # an identity of its own: a connection another test left to the garbage collector must
     # not hold a share of this scheduler
