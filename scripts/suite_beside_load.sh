@@ -15,20 +15,19 @@ cd "$(dirname "$0")/.."
 runs=${1:-3}
 out=${2:-/tmp/suite_loaded}
 mkdir -p "$out"
-neighbour='
+for n in $(seq 1 "$runs"); do
+    python - >"$out/heavy-$n.log" 2>&1 <<'PY' &
 import itertools, time
 import duckdb_sem
 con = duckdb_sem.connect(backend="llama:?threads=1&share_cpu=off", cache="off", scheduler="inprocess")
-con.sql("CREATE TABLE t AS SELECT '"'"'review number '"'"' || i || '"'"': the food was '"'"' || CASE WHEN i % 3 = 0 "
-        "THEN '"'"'cold and late'"'"' ELSE '"'"'warm and tasty'"'"' END AS r FROM range(100000) t(i)")
+con.sql("CREATE TABLE t AS SELECT 'review number ' || i || ': the food was ' || CASE WHEN i % 3 = 0 "
+        "THEN 'cold and late' ELSE 'warm and tasty' END AS r FROM range(100000) t(i)")
 for k in itertools.count():
     t0 = time.time()
     n = con.sql(f"SELECT count(*) FROM (SELECT * FROM t LIMIT 40 OFFSET {k * 40}) "
-                "WHERE sem_filter('"'"'{r} is a happy review'"'"')").fetchone()
+                "WHERE sem_filter('{r} is a happy review')").fetchone()
     print(time.strftime("%H:%M:%S"), k, n, f"{time.time() - t0:.1f}s", flush=True)
-'
-for n in $(seq 1 "$runs"); do
-    python -c "$neighbour" >"$out/heavy-$n.log" 2>&1 &
+PY
     heavy=$!
     sleep 20
     scripts/suite_runs.sh 1 "$out/r$n"
