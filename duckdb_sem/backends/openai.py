@@ -43,6 +43,15 @@ import httpx
 
 from duckdb_sem.backends.base import RETRY_POLICY, Answers, Backend, Capacity, Load, RetryPolicy
 from duckdb_sem.backends.connections import ThreadClients
+from duckdb_sem.backends.openai_batch import (
+    BATCH_PATH,
+    NO_ROUTE,
+    REFUSED,
+    batch_body,
+    batch_key,
+    chunks,
+    split_answer,
+)
 from duckdb_sem.backends.openai_server import (
     API_KEY_ENV,
     discover,
@@ -51,6 +60,7 @@ from duckdb_sem.backends.openai_server import (
     server_token_count,
 )
 from duckdb_sem.backends.openai_wire import (
+    RouteRefused,
     chat_body,
     decide_from_logprobs,
     post_once,
@@ -106,6 +116,13 @@ OPTIONS = (
         True,
     ),
     SpecOption("concurrency", "requests in flight (default 32 on vLLM/sim, else 2)"),
+    SpecOption(
+        "batch",
+        "on (default): on vLLM and the sim server, a batch's rows go in one HTTP request "
+        "(/v1/chat/completions/batch), falling back to one request a row where the server "
+        "lacks it; off: always one request a row",
+    ),
+    SpecOption("batch_rows", "most conversations in one batch request (default 64)"),
     SpecOption("timeout", "seconds to wait for one HTTP answer (default 60)"),
     SpecOption("api_key_env", "environment variable holding the API key"),
     *RETRY_OPTIONS,
@@ -139,6 +156,8 @@ class OpenAIBackend(Backend):
         threshold: float = 0.0,
         top_logprobs: int = 20,
         structured: bool = True,
+        batch: bool = True,
+        batch_rows: int = 64,
         retry: RetryPolicy = RETRY_POLICY,
         transport_retry: TransportRetry = TRANSPORT_RETRY,
         rate_limit: RateLimit | None = None,
@@ -193,6 +212,13 @@ class OpenAIBackend(Backend):
         self._metrics: tuple[float, Load] = (0.0, Load())
         self.warnings = 0
         self._offsets = TemplateOffsets()
+        if batch_rows < 1:
+            raise ConfigError(f"{self.spec}: batch_rows={batch_rows} must be at least 1")
+        self.batch_rows = batch_rows
+        #: rows go to the server in batch requests: only servers that have the route (vLLM,
+        #: the sim server), and not under a client-side rate limit (hosted APIs have no such
+        #: route; a limit counts requests). Cleared when the server answers 404 for it.
+        self.batching = batch and self.server_kind in ("vllm", "sim") and self.rate_limiter is None
         logger.info("%s: model %s on a %s server", self.spec, self.model, self.server_kind)
 
     @property
@@ -251,6 +277,8 @@ class OpenAIBackend(Backend):
 
     def complete(self, requests: Sequence[LLMRequest], *, priority: int = 0) -> list[Completion]:
         def attempt(indices: Sequence[int], tries: int) -> list[Completion]:
+            if self.batching and len(indices) > 1:
+                return self._batched([requests[i] for i in indices], tries, priority)
             with self._lock:
                 self._queued += len(indices)
             futures = [
@@ -275,6 +303,116 @@ class OpenAIBackend(Backend):
                 self.warnings += failed
         return results
 
+    def _batched(
+        self, requests: Sequence[LLMRequest], attempt: int, priority: int
+    ) -> list[Completion]:
+        """One try of ``requests`` in batch requests: those whose bodies differ only in their
+        messages share one, ``batch_rows`` at most, sent concurrently on the request threads."""
+        bodies = [self._body(r, attempt, priority) for r in requests]
+        groups: dict[str, list[int]] = {}
+        for i, body in enumerate(bodies):
+            groups.setdefault(batch_key(body), []).append(i)
+        parts = [
+            [members[k] for k in run]
+            for members in groups.values()
+            for run in chunks(len(members), self.batch_rows)
+        ]
+        with self._lock:
+            self._queued += len(requests)
+        futures = [
+            self._pool.submit(
+                self._answer_batch,
+                [requests[i] for i in part],
+                [bodies[i] for i in part],
+                attempt,
+                priority,
+            )
+            for part in parts
+        ]
+        out: list[Completion | None] = [None] * len(requests)
+        try:
+            for part, future in zip(parts, futures, strict=True):
+                for i, completion in zip(part, future.result(), strict=True):
+                    out[i] = completion
+        except BaseException:
+            self.abort(requests)  # as for single requests: the others stop retrying
+            wait(futures)
+            raise
+        return [c for c in out if c is not None]
+
+    def _answer_batch(
+        self,
+        requests: list[LLMRequest],
+        bodies: list[dict[str, Any]],
+        attempt: int,
+        priority: int,
+    ) -> list[Completion]:
+        aborted = Completion(None, "", 0, 0, error="aborted")
+        with self._lock:
+            self._queued -= len(requests)
+            live = [k for k, r in enumerate(requests) if id(r) not in self._aborted]
+            self._running += len(live)
+            client = self._clients.current()
+            for k in live:
+                self._serving[id(requests[k])] = client
+        out = [aborted] * len(requests)
+        try:
+            if live:
+                done = self._send_batch(
+                    [requests[k] for k in live], [bodies[k] for k in live], attempt, priority
+                )
+                for k, completion in zip(live, done, strict=True):
+                    out[k] = completion
+            return out
+        except BackendError:
+            with self._lock:
+                if all(id(requests[k]) in self._aborted for k in live):
+                    return out  # cut off by abort(), not a server failure
+            raise
+        finally:
+            with self._lock:
+                self._running -= len(live)
+                for k in live:
+                    self._serving.pop(id(requests[k]), None)
+
+    def _send_batch(
+        self,
+        requests: list[LLMRequest],
+        bodies: list[dict[str, Any]],
+        attempt: int,
+        priority: int,
+    ) -> list[Completion]:
+        """One batch request, or one request a row where the server has no batch route (from
+        then on) or refused this batch as a whole (one row may be at fault)."""
+        if len(requests) == 1 or not self.batching:
+            return [self._attempt(r, attempt, priority) for r in requests]
+        ids = {id(r) for r in requests}
+        try:
+            data = self._post(
+                BATCH_PATH,
+                batch_body(bodies),
+                stop=lambda: ids <= self._aborted,
+                refused=NO_ROUTE + REFUSED,
+            )
+        except RouteRefused as err:
+            if err.status in NO_ROUTE and self.batching:
+                self.batching = False
+                logger.warning(
+                    "%s: the server has no batch route (%s); sending one request a row "
+                    "(batch=off in the spec says so up front)", self.spec, err,
+                )  # fmt: skip
+            else:
+                logger.info("%s: batch refused (%s); sending its rows one by one", self.spec, err)
+            return [self._attempt(r, attempt, priority) for r in requests]
+        try:
+            answers = split_answer(data, bodies)
+        except ValueError as err:
+            raise BackendError(f"{self.spec}: unreadable batch answer: {err}") from None
+        return [
+            self._finish(request, answer, priority)
+            for request, answer in zip(requests, answers, strict=True)
+        ]
+
     def _answer(self, request: LLMRequest, attempt: int, priority: int) -> Completion:
         with self._lock:
             self._queued -= 1
@@ -294,15 +432,22 @@ class OpenAIBackend(Backend):
                 self._serving.pop(id(request), None)
 
     def _attempt(self, request: LLMRequest, attempt: int, priority: int) -> Completion:
-        done = self._scored(request, attempt, priority)
+        return self._calibrated(request, self._scored(request, attempt, priority), priority)
+
+    def _finish(self, request: LLMRequest, data: Any, priority: int) -> Completion:
+        """A row's answer read from its share of a batch answer, calibrated."""
+        done = read_completion(request, data, threshold=self.threshold)
+        return self._calibrated(request, done, priority)
+
+    def _calibrated(self, request: LLMRequest, done: Completion, priority: int) -> Completion:
         if request.output.task is Task.DECIDE and request.template is not None:
             # per-template calibration: the offset of content-free rows of this template
             offset = self._offsets.offset(request, lambda r: self._scored(r, 0, priority).score)
             done = calibrated(done, offset, self.threshold)
         return done
 
-    def _scored(self, request: LLMRequest, attempt: int, priority: int) -> Completion:
-        body = chat_body(
+    def _body(self, request: LLMRequest, attempt: int, priority: int) -> dict[str, Any]:
+        return chat_body(
             request,
             model=self.model,
             attempt=attempt,
@@ -313,6 +458,9 @@ class OpenAIBackend(Backend):
             schema_format="json_object" if self.server_kind == "llama.cpp" else "json_schema",
             structured=self.structured,
         )
+
+    def _scored(self, request: LLMRequest, attempt: int, priority: int) -> Completion:
+        body = self._body(request, attempt, priority)
         try:
             data = self._post("/chat/completions", body, stop=lambda: id(request) in self._aborted)
         except BackendError as err:
@@ -327,14 +475,19 @@ class OpenAIBackend(Backend):
         return read_completion(request, data, threshold=self.threshold)
 
     def _post(
-        self, path: str, body: dict[str, Any], *, stop: Callable[[], bool] | None = None
+        self,
+        path: str,
+        body: dict[str, Any],
+        *,
+        stop: Callable[[], bool] | None = None,
+        refused: tuple[int, ...] = (),
     ) -> Any:
         """POST and return the JSON answer, retrying transport failures per the policy; each
         try first waits on the rate limit (a 429 answer's try counts too: the server saw it).
         Time waiting on the limit is not the retry budget's: that bounds a failing server."""
         waited = [0.0]
         return call_with_retry(
-            lambda _attempt: self._post_limited(path, body, stop, waited),
+            lambda _attempt: self._post_limited(path, body, stop, waited, refused),
             policy=self.transport_retry,
             what=self.spec,
             stop=stop,
@@ -347,13 +500,18 @@ class OpenAIBackend(Backend):
         body: dict[str, Any],
         stop: Callable[[], bool] | None,
         waited: list[float],
+        refused: tuple[int, ...] = (),
     ) -> Any:
         limiter = self.rate_limiter
         if limiter is None:
-            return post_once(self._clients.current(), self.base_url, path, body, spec=self.spec)
+            return post_once(
+                self._clients.current(), self.base_url, path, body, spec=self.spec, refused=refused
+            )
         cost = chat_cost(body)
         waited[0] += limiter.acquire(cost, stop=stop, what=self.spec)
-        data = post_once(self._clients.current(), self.base_url, path, body, spec=self.spec)
+        data = post_once(
+            self._clients.current(), self.base_url, path, body, spec=self.spec, refused=refused
+        )
         usage = data.get("usage") if isinstance(data, dict) else None
         if isinstance(usage, dict) and isinstance(usage.get("total_tokens"), int):
             limiter.settle(cost, usage["total_tokens"])
@@ -376,6 +534,8 @@ def from_spec(spec: BackendSpec) -> OpenAIBackend:
         threshold=spec.float_option("threshold", 0.0),
         top_logprobs=spec.int_option("top_logprobs", 20),
         structured=spec.on_off_option("structured", True),
+        batch=spec.on_off_option("batch", True),
+        batch_rows=spec.int_option("batch_rows", 64),
         transport_retry=policy_from_spec(spec),
         rate_limit=limit_from_spec(spec),
         spec=spec.raw,

@@ -33,6 +33,7 @@ from duckdb_sem.llm.request import Completion, LLMRequest, Task
 from duckdb_sem.llm.scalars import close_json
 
 __all__ = [
+    "RouteRefused",
     "chat_body",
     "decide_from_logprobs",
     "output_schema",
@@ -172,10 +173,26 @@ def _cached_tokens(usage: dict[str, Any]) -> int:
     return cached if isinstance(cached, int) and cached > 0 else 0
 
 
+class RouteRefused(Exception):
+    """The server answered one of the statuses the caller asked to handle itself (``refused``
+    of :func:`post_once`): say, 404 for a route it does not serve."""
+
+    def __init__(self, status: int, message: str) -> None:
+        super().__init__(message)
+        self.status = status
+
+
 def post_once(
-    client: httpx.Client, base_url: str, path: str, body: dict[str, Any], *, spec: str
+    client: httpx.Client,
+    base_url: str,
+    path: str,
+    body: dict[str, Any],
+    *,
+    spec: str,
+    refused: tuple[int, ...] = (),
 ) -> Any:
-    """POST once and return the JSON answer; failures worth another try raise ``Transient``."""
+    """POST once and return the JSON answer; failures worth another try raise ``Transient``,
+    a status in ``refused`` raises :class:`RouteRefused` (the caller's to handle)."""
     try:
         resp = client.post(base_url + path, json=body)
     except httpx.TimeoutException as err:
@@ -190,6 +207,10 @@ def post_once(
         raise Transient(
             BackendError(f"{spec}: HTTP {resp.status_code} from {resp.url}: {resp.text[:200]}"),
             retry_after=retry_after(resp),
+        )
+    if resp.status_code in refused:
+        raise RouteRefused(
+            resp.status_code, f"{spec}: HTTP {resp.status_code} from {resp.url}: {resp.text[:300]}"
         )
     check_status(resp, spec)
     try:

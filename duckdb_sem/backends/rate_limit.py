@@ -88,12 +88,17 @@ def limit_from_spec(spec: BackendSpec) -> RateLimit:
 
 def chat_cost(body: dict[str, Any]) -> int:
     """A chat or completion request's estimated cost in tokens: its text plus the most it may
-    generate (what a limit must assume before the server says what it used)."""
+    generate (what a limit must assume before the server says what it used). A batch request
+    (``messages`` a list of conversations) costs the sum of its conversations'."""
     messages = body.get("messages") or []
-    text = "\n".join(str(m.get("content", "")) for m in messages if isinstance(m, dict))
+    conversations = [m for m in messages if isinstance(m, list)] or [messages]
+    text = "\n".join(
+        str(m.get("content", "")) for c in conversations for m in c if isinstance(m, dict)
+    )
     text += str(body.get("prompt") or "")
     most = body.get("max_tokens") or body.get("max_completion_tokens") or 0
-    return estimate_tokens(text) + (int(most) if isinstance(most, int | float) else 0)
+    most = int(most) if isinstance(most, int | float) else 0
+    return estimate_tokens(text) + most * len(conversations)
 
 
 def embed_cost(body: dict[str, Any]) -> int:

@@ -133,6 +133,7 @@ class FaultProxy:
         self.plan: Plan = plan or (lambda _ex: "pass")
         self.hang_s = hang_s
         self.counts: Counter[str] = Counter()  # fault -> how often it was applied
+        self.paths: list[str] = []  # the path of every request, in arrival order
         self._listener = socket.create_server((host, port))
         self._stop = threading.Event()
         self._lock = threading.Lock()
@@ -186,6 +187,7 @@ class FaultProxy:
                 method, path = _request_line(head)
                 with self._lock:
                     n, self._n = self._n, self._n + 1
+                    self.paths.append(path)
                 fault = self.plan(Exchange(n, method, path, body))
                 with self._lock:
                     self.counts[fault] += 1

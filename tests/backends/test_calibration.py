@@ -22,6 +22,8 @@ def _backend(seen: list[str]) -> OpenAIBackend:
     def handle(request: httpx.Request) -> httpx.Response:
         if request.url.path == "/v1/models":
             return httpx.Response(200, json={"data": [{"id": "m", "owned_by": "vllm"}]})
+        if request.url.path.endswith("/batch"):  # a vLLM before the batch route
+            return httpx.Response(404, json={"detail": "Not Found"})
         body = json.loads(request.content)
         row = body["messages"][-1]["content"]
         seen.append(row)

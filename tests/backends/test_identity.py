@@ -63,6 +63,8 @@ NEUTRAL: dict[str, dict[str, tuple[str, str]]] = {
     },
     "openai": {
         "concurrency": ("2", "8"),
+        "batch": ("on", "off"),
+        "batch_rows": ("64", "4"),
         "timeout": ("60", "5"),
         "api_key_env": ("A_KEY", "B_KEY"),
         "retries": ("4", "1"),

@@ -36,6 +36,8 @@ def _server(chat: Callable[[dict[str, Any]], dict[str, Any]], *, owner: str = "v
             return httpx.Response(200, text=text)
         if request.url.path == "/tokenize":
             return httpx.Response(200, json={"count": 11})
+        if request.url.path.endswith("/batch"):  # a vLLM before the batch route
+            return httpx.Response(404, json={"detail": "Not Found"})
         return httpx.Response(200, json=chat(json.loads(request.content)))
 
     return handle

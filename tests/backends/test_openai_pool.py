@@ -97,7 +97,8 @@ def test_bursts_of_concurrent_requests_reuse_their_connections(
     server: tuple[str, _Counts],
 ) -> None:
     url, counts = server
-    backend = OpenAIBackend(url, concurrency=THREADS)
+    # one HTTP request a row (no batch route): a burst is THREADS requests at once
+    backend = OpenAIBackend(url, concurrency=THREADS, batch=False)
     requests = [build_request(OperatorKind.FILTER, f"row {i}") for i in range(THREADS)]
     try:
         first = backend.complete(requests)

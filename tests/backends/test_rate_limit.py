@@ -115,7 +115,8 @@ def test_client_under_the_server_limit_sees_no_429() -> None:
 def test_without_a_client_limit_429s_are_retried_to_the_right_answers() -> None:
     server = _served(rpm=600)
     requests = [build_request(OperatorKind.FILTER, f"review {i}") for i in range(24)]
-    remote = create_backend(f"openai:{server.base_url}?concurrency=24")
+    # one HTTP request a row: a burst of 24 requests over a limit of 10 a second
+    remote = create_backend(f"openai:{server.base_url}?concurrency=24&batch=off")
     try:
         answers = [c.value for c in remote.complete(requests)]
         assert answers == _expected(requests)  # none lost, none wrong

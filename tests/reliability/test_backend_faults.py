@@ -186,15 +186,22 @@ def test_fail_every_lets_the_resend_of_a_faulted_post_pass() -> None:
 
 @pytest.mark.integration
 @pytest.mark.parametrize("fault", ["reset", "429", "500", "503", "truncate", "malformed"])
+@pytest.mark.parametrize("batch", ["off", "on"])
 def test_wire_faults_are_retried_to_the_fault_free_answer(
-    sim_server: SimServer, fault: str
+    sim_server: SimServer, fault: str, batch: str
 ) -> None:
     # the fault-free answer of the same client (openai: calibrates its decisions per template,
     # so it need not agree with the sim: backend in process)
     expected = _run(f"openai:{sim_server.base_url}?concurrency=4&{FAST}", cache="off")
     with FaultProxy(sim_server.base_url, plan=fail_every(3, fault)) as proxy:
-        assert _run(_over(proxy), cache="off") == expected
-    assert proxy.counts[fault] >= 10  # every third of the 40 row requests met the fault
+        assert _run(_over(proxy, f"timeout=10&batch={batch}"), cache="off") == expected
+    batches = proxy.paths.count("/v1/chat/completions/batch")
+    if batch == "off":
+        assert batches == 0
+        assert proxy.counts[fault] >= 10  # every third of the 40 row requests met the fault
+    else:  # 40 rows in batches of 8 (and calibration rows one by one): every third POST
+        assert batches >= 5
+        assert proxy.counts[fault] >= 2
 
 
 @pytest.mark.integration

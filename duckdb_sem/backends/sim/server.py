@@ -2,7 +2,9 @@
 
 Other tools (LOTUS, plain OpenAI clients, load generators) can be measured against the same
 simulated GPU as duckdb-sem. Endpoints: ``GET /health``, ``GET /v1/models``,
-``POST /v1/chat/completions``, ``POST /v1/completions``, ``POST /tokenize``, ``GET /metrics``
+``POST /v1/chat/completions``, ``POST /v1/chat/completions/batch`` (vLLM's: a list of
+conversations in ``messages``, one choice each, one ``usage`` for all, the whole batch refused
+for one bad conversation), ``POST /v1/completions``, ``POST /tokenize``, ``GET /metrics``
 (vLLM's request gauges, so the ``openai:`` backend reads load from it the same way), and
 ``POST /v1/embeddings`` (SIMULATED vectors of hashed words, :mod:`.embeddings`; deterministic,
 so the ``openai-embed:`` client can be tested and benchmarked against it).
@@ -80,6 +82,7 @@ class SimServer:
         #: (what a rate-limit test reads)
         self.rate_limited = 0
         self.answered = 0
+        self.batch_requests = 0  # HTTP requests to the batch route (each of many conversations)
         self.embedded = 0
         self._count_lock = threading.Lock()
         self.model_id = f"SIMULATED-{backend.profile.model}"
@@ -126,21 +129,58 @@ class SimServer:
             self.embedded += 1
 
     def answer(self, body: dict[str, Any], *, chat: bool) -> dict[str, Any]:
-        request, logprobs = _to_request(body, chat=chat)
-        (completion,) = self.backend.complete([request])
+        return self._answers([body], chat=chat)[0]
+
+    def answer_batch(self, body: dict[str, Any]) -> dict[str, Any]:
+        """vLLM's ``/v1/chat/completions/batch``: each conversation of ``messages`` answered as
+        its own chat request (one engine submission, so they batch), one choice each."""
+        conversations = body.get("messages")
+        if (
+            not isinstance(conversations, list)
+            or not conversations
+            or not all(isinstance(c, list) for c in conversations)
+        ):
+            raise ValueError("a batch's 'messages' must be a non-empty list of conversations")
+        if body.get("stream") or (body.get("n") or 1) != 1:
+            raise ValueError("a batch takes neither stream nor n > 1")
         with self._count_lock:
-            self.answered += 1
-        if completion.error is not None and completion.value is None and completion.text == "":
-            raise SemError(completion.error)
-        schema = _schema(body)
-        if schema is not None and completion.error is None:  # structured output: JSON text
-            value = completion.value
-            if isinstance(schema.get("enum"), list) and schema["enum"]:
-                enum = schema["enum"]
-                value = enum[int(request.signature(self.backend.backend_id)[:8], 16) % len(enum)]
-            text = json.dumps(value, default=json_default)
-            completion = dataclasses.replace(completion, value=value, text=text)
-        return self._response(body, completion, request, chat=chat, logprobs=logprobs)
+            self.batch_requests += 1
+        answers = self._answers([{**body, "messages": c} for c in conversations], chat=True)
+        usage = {"prompt_tokens": 0, "completion_tokens": 0, "total_tokens": 0}
+        cached = 0
+        choices = []
+        for index, answer in enumerate(answers):
+            choices.append({**answer["choices"][0], "index": index})
+            for key in usage:
+                usage[key] += answer["usage"][key]
+            cached += answer["usage"]["prompt_tokens_details"]["cached_tokens"]
+        return {
+            **answers[0],
+            "id": f"sim-batch-{answers[0]['id'].removeprefix('sim-')}",
+            "choices": choices,
+            "usage": {**usage, "prompt_tokens_details": {"cached_tokens": cached}},
+        }
+
+    def _answers(self, bodies: list[dict[str, Any]], *, chat: bool) -> list[dict[str, Any]]:
+        parsed = [_to_request(body, chat=chat) for body in bodies]
+        completions = self.backend.complete([request for request, _ in parsed])
+        with self._count_lock:
+            self.answered += len(bodies)
+        out = []
+        for body, (request, logprobs), completion in zip(bodies, parsed, completions, strict=True):
+            if completion.error is not None and completion.value is None and not completion.text:
+                raise SemError(completion.error)
+            schema = _schema(body)
+            if schema is not None and completion.error is None:  # structured output: JSON text
+                value = completion.value
+                if isinstance(schema.get("enum"), list) and schema["enum"]:
+                    enum = schema["enum"]
+                    key = request.signature(self.backend.backend_id)[:8]
+                    value = enum[int(key, 16) % len(enum)]
+                text = json.dumps(value, default=json_default)
+                completion = dataclasses.replace(completion, value=value, text=text)
+            out.append(self._response(body, completion, request, chat=chat, logprobs=logprobs))
+        return out
 
     def _response(
         self,
@@ -295,7 +335,8 @@ class _Handler(BaseHTTPRequestHandler):
         if self.path in ("/v1/embeddings", "/embeddings"):
             self._embeddings(body)
             return
-        if self.path not in ("/v1/chat/completions", "/v1/completions"):
+        batch = self.path in ("/v1/chat/completions/batch", "/chat/completions/batch")
+        if not batch and self.path not in ("/v1/chat/completions", "/v1/completions"):
             self._send(404, {"error": {"message": f"no route {self.path}", "type": "not_found"}})
             return
         model = body.get("model")
@@ -306,7 +347,10 @@ class _Handler(BaseHTTPRequestHandler):
         if self._refused(self.sim.admit(body)):
             return
         try:
-            payload = self.sim.answer(body, chat=self.path.endswith("chat/completions"))
+            if batch:
+                payload = self.sim.answer_batch(body)
+            else:
+                payload = self.sim.answer(body, chat=self.path.endswith("chat/completions"))
         except BackendError as err:  # injected faults (``fault=``): a server-side failure
             status = 504 if isinstance(err, BackendTimeoutError) else 503
             self._send(status, {"error": {"message": f"{err}", "type": "server_error"}})
