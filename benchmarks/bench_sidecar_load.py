@@ -71,6 +71,7 @@ def _client(url: str, queries: int, rows: int, period: float, seconds: float, ta
     client = SidecarClient(url, workers=queries)
     latencies: list[float] = []
     answered = [0]
+    failed: list[str] = []  # one line per failed SEU: an overloaded sidecar may give up on some
     lock = threading.Lock()
     start = time.monotonic() + 0.5
     stop = start + seconds
@@ -87,7 +88,14 @@ def _client(url: str, queries: int, rows: int, period: float, seconds: float, ta
                 for j in range(rows)
             )
             sent = time.monotonic()
-            result = client.submit(SEU(f"{tag}-q{q}", "sem_filter", reqs, 1.0)).result()
+            try:
+                result = client.submit(SEU(f"{tag}-q{q}", "sem_filter", reqs, 1.0)).result()
+            except Exception as err:  # counted and reported, not a crash of the client thread
+                with lock:
+                    failed.append(f"{type(err).__name__}: {str(err)[:160]}")
+                k += 1
+                due += period
+                continue
             took = time.monotonic() - sent
             with lock:
                 latencies.append(took)
@@ -102,7 +110,7 @@ def _client(url: str, queries: int, rows: int, period: float, seconds: float, ta
         t.join()
     client.close()
     out.put({"latencies": latencies, "answered": answered[0], "start": start,
-             "end": time.monotonic()})  # fmt: skip
+             "end": time.monotonic(), "failed": failed})  # fmt: skip
 
 
 def _level(
@@ -148,6 +156,9 @@ def _level(
     cpu = _cpu_s(pid) - cpu0
     lat = sorted(x for o in outs for x in o["latencies"])
     answered = sum(o["answered"] for o in outs)
+    failed = [line for o in outs for line in o.get("failed", [])]
+    if failed:
+        print(f"{len(failed)} SEU(s) failed, e.g. {failed[0]}", file=sys.stderr, flush=True)
     inside = _inside(url, min(o["start"] for o in outs))
     return {
         "offered": load,
@@ -159,6 +170,7 @@ def _level(
         "cpu_us_per_request": 1e6 * cpu / max(answered, 1),
         "max_queued": max(queued, default=0),
         "requests": answered,
+        "failed_seus": len(failed),
     }
 
 
@@ -323,6 +335,12 @@ def _write(args: argparse.Namespace, spec: str, rows: list[dict[str, Any]]) -> N
         "",
         f"One `duckdb-sem serve` with {args.replicas} x `{spec}` ({_kind(spec)}; "
         + (
+            "each replica a `duckdb-sem sim-server` process of its own, reached over HTTP by "
+            "an `openai:` backend, as vLLM servers would be; "
+            if args.servers
+            else ""
+        )
+        + (
             f"time_scale {args.time_scale:g}; at 0 replicas answer at once, "
             if "sim:" in spec
             else "they answer at once, "
@@ -334,15 +352,15 @@ def _write(args: argparse.Namespace, spec: str, rows: list[dict[str, Any]]) -> N
         + (", this tree and the baseline taking turns at each load." if len(builds) > 1 else "."),
         "",
         "| build | offered req/s | answered req/s | P50 ms | P99 ms | in sidecar P50 ms "
-        "| in sidecar P99 ms | sidecar CPU us/request | max queued requests |",
-        "|---|---|---|---|---|---|---|---|---|",
+        "| in sidecar P99 ms | sidecar CPU us/request | max queued requests | failed SEUs |",
+        "|---|---|---|---|---|---|---|---|---|---|",
     ]
     for r in sorted(rows, key=lambda r: (builds.index(r["build"]), r["offered"])):
         lines.append(
             f"| {r['build']} | {r['offered']:.0f} | {r['answered_per_s']:.0f} | "
             f"{r['p50_ms']:.1f} | {r['p99_ms']:.1f} | {r['inside_p50_ms']:.2f} | "
             f"{r['inside_p99_ms']:.2f} | {r['cpu_us_per_request']:.0f} | "
-            f"{r['max_queued']} |"
+            f"{r['max_queued']} | {r.get('failed_seus', 0)} |"
         )
     lines.append("")
     for build in builds:
@@ -357,6 +375,7 @@ def _write(args: argparse.Namespace, spec: str, rows: list[dict[str, Any]]) -> N
         "Reproduce: `python benchmarks/bench_sidecar_load.py --loads "
         f"{' '.join(f'{x:.0f}' for x in args.loads)} --seconds {args.seconds:.0f}"
         + (f" --spec {args.spec}" if args.spec else "")
+        + (" --servers" if args.servers else "")
         + (" --baseline DIR" if len(builds) > 1 else "")
         + "`",
         "",

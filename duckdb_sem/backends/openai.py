@@ -24,6 +24,12 @@ Prometheus ``/metrics``, token counts from ``/tokenize``, and non-zero request p
 sent (the server needs ``--scheduling-policy priority``); vLLM's automatic prefix caching
 reuses the shared prefix because it is always sent first, as the system message.
 
+On vLLM and the sim server the rows of one ``complete`` call go in batch requests (vLLM's
+``/v1/chat/completions/batch``, :mod:`.openai_batch`; ``batch=off`` and ``batch_rows=`` in the
+spec): one HTTP request for up to ``batch_rows`` rows instead of one a row, the same answers.
+A server without the route (HTTP 404) gets one request a row from then on; a batch refused as a
+whole (HTTP 400/413/422) is sent again one request a row.
+
 :mod:`.openai_server` discovers the server and reads its ``/metrics`` and tokenizer;
 :mod:`.openai_wire` builds each chat request and reads its answer.
 """

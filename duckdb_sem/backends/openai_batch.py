@@ -12,7 +12,7 @@ CPU per request against real servers (``docs/scheduler.md``, "The sidecar's ceil
 This module builds the batch body from the single-request bodies (:func:`batch_key` groups the
 requests that may share one) and splits the answer back into one single-request answer per
 conversation (:func:`split_answer`). The batch's ``usage`` is shared out over its rows in
-proportion to their estimated tokens, so totals (``con.stats()``, EXPLAIN ANALYZE) are the
+proportion to their lengths (prompt and answer characters), so totals (``con.stats()``, EXPLAIN ANALYZE) are the
 server's and a row's share is an estimate.
 
 Example:
@@ -29,8 +29,6 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 from typing import Any
-
-from duckdb_sem.backends.tokens import estimate_tokens
 
 __all__ = [
     "BATCH_PATH",
@@ -108,11 +106,11 @@ def split_answer(data: dict[str, Any], bodies: Sequence[dict[str, Any]]) -> list
         by_index[index] = choice
     ordered = [by_index[i] for i in range(len(bodies))]
     usage = data.get("usage") or {}
-    prompt_weights = [_prompt_tokens(body) for body in bodies]
+    prompt_weights = [_prompt_chars(body) for body in bodies]
     prompt = shares(_int(usage, "prompt_tokens"), prompt_weights)
     completion = shares(
         _int(usage, "completion_tokens"),
-        [estimate_tokens(_text(choice)) + 1 for choice in ordered],
+        [len(_text(choice)) + 4 for choice in ordered],  # a token ~ 4 characters, +1 (end)
     )
     details = usage.get("prompt_tokens_details")
     cached_total = details.get("cached_tokens") if isinstance(details, dict) else None
@@ -131,9 +129,11 @@ def split_answer(data: dict[str, Any], bodies: Sequence[dict[str, Any]]) -> list
     ]
 
 
-def _prompt_tokens(body: dict[str, Any]) -> int:
+def _prompt_chars(body: dict[str, Any]) -> int:
+    """A conversation's length in characters: shares go by proportion, and estimated tokens
+    are characters over four."""
     messages = body.get("messages") or []
-    return sum(estimate_tokens(str(m.get("content", ""))) for m in messages) + 1
+    return sum(len(str(m.get("content", ""))) for m in messages) + 4
 
 
 def _text(choice: dict[str, Any]) -> str:

@@ -16,6 +16,7 @@ Example: top alternatives ``[("Yes", -0.1), (" yes", -2.5), ("No", -2.4)]`` give
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 import re
@@ -60,7 +61,8 @@ def decide_from_logprobs(pairs: Sequence[tuple[str, float]]) -> float | None:
     return _logsumexp(yes or [floor]) - _logsumexp(no or [floor])
 
 
-def _norm(token: str) -> str:
+@functools.lru_cache(maxsize=4096)
+def _norm(token: str) -> str:  # the same few tokens come back row after row
     return re.sub(r"[^a-z]", "", token.lower())
 
 
