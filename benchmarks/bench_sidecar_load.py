@@ -63,6 +63,7 @@ def _client(url: str, queries: int, rows: int, period: float, seconds: float, ta
     """One client process: ``queries`` threads, each an SEU every ``period`` seconds."""
     if tree:  # the clients of a baseline sidecar are of its release too
         sys.path.insert(0, tree)
+    from duckdb_sem.errors import SemError
     from duckdb_sem.llm.prompts import build_request
     from duckdb_sem.llm.request import OperatorKind
     from duckdb_sem.scheduler.seu import SEU
@@ -90,7 +91,7 @@ def _client(url: str, queries: int, rows: int, period: float, seconds: float, ta
             sent = time.monotonic()
             try:
                 result = client.submit(SEU(f"{tag}-q{q}", "sem_filter", reqs, 1.0)).result()
-            except Exception as err:  # counted and reported, not a crash of the client thread
+            except SemError as err:  # counted and reported, not a crash of the client thread
                 with lock:
                     failed.append(f"{type(err).__name__}: {str(err)[:160]}")
                 k += 1
