@@ -157,7 +157,9 @@ def prompt_block_hashes(
 
     The row's pseudo-tokens are its four-character slices, never built one by one: a block is
     hashed from one slice of the row (a ~300-token row costs ~20 string slices, where splitting
-    it into pieces cost ~40 us, the largest cost of a request in the sidecar benchmark).
+    it into pieces cost ~40 us, the largest cost of a request in the sidecar benchmark); the
+    blocks inside the row go in one tight loop (8.4 us for a 400-token prompt against 13.5 us
+    checking each block's edges, timeit; the test holds it to the block-by-block definition).
     """
     header = template_tokens // 2
     lead, rest = _lead(prefix, header, block_size)
@@ -170,19 +172,28 @@ def prompt_block_hashes(
     t = r + m + template_tokens - header
     hashes = list(lead)
     parent = lead[-1] if lead else 0
-    for j in range(full - len(lead)):
-        lo, hi = j * block_size, (j + 1) * block_size
-        if r <= lo and hi <= r + m:  # a block inside the row (most of them): one slice
-            parent = hash((parent, row[(lo - r) * 4 : (hi - r) * 4]))
-        else:
-            row_lo, row_hi = min(max(lo - r, 0), m), min(max(hi - r, 0), m)
-            pad = max(0, hi - max(lo, t))
-            parent = hash((
-                parent,
-                rest[lo:hi] if lo < r else (),
-                row[row_lo * 4 : row_hi * 4],
-                max(0, min(hi, t) - max(lo, r + m)),  # trailer tokens
-                (pad, row) if pad else None,
-            ))  # fmt: skip
+    j, last = len(lead), full  # block j of the prompt is block j - len(lead) of the tail
+    while j < last:
+        lo = (j - len(lead)) * block_size
+        hi = lo + block_size
+        if r <= lo and hi <= r + m:  # from here on, blocks inside the row: one pass
+            stop = min(last, len(lead) + (r + m) // block_size)
+            width = block_size * 4
+            start = (lo - r) * 4
+            for k in range(stop - j):
+                parent = hash((parent, row[start + k * width : start + (k + 1) * width]))
+                hashes.append(parent)
+            j = stop
+            continue
+        row_lo, row_hi = min(max(lo - r, 0), m), min(max(hi - r, 0), m)
+        pad = max(0, hi - max(lo, t))
+        parent = hash((
+            parent,
+            rest[lo:hi] if lo < r else (),
+            row[row_lo * 4 : row_hi * 4],
+            max(0, min(hi, t) - max(lo, r + m)),  # trailer tokens
+            (pad, row) if pad else None,
+        ))  # fmt: skip
         hashes.append(parent)
+        j += 1
     return tuple(hashes)

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
-from duckdb_sem.backends.sim.blocks import BlockPool, prompt_block_hashes
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from duckdb_sem.backends.sim.blocks import BlockPool, _lead, prompt_block_hashes
 from duckdb_sem.backends.tokens import estimate_tokens
 
 _KW = {"template_tokens": 12, "block_size": 16}
@@ -79,3 +82,44 @@ def test_shared_blocks_are_counted_once_and_freed_when_the_last_user_ends() -> N
     assert pool.free_blocks == 1  # block 7 is still used by ``second``
     pool.free(second)
     assert pool.free_blocks == 4 and pool.hits((7,)) == 1
+
+
+def _reference(prefix: str, row: str, *, prompt_tokens: int, template_tokens: int,
+               block_size: int) -> tuple[int, ...]:  # fmt: skip
+    """The block hashes block by block, each from its parts (the definition the fast path of
+    ``prompt_block_hashes``, one slice per block inside the row, must reproduce)."""
+    header = template_tokens // 2
+    lead, rest = _lead(prefix, header, block_size)
+    full = prompt_tokens // block_size
+    if full <= len(lead):
+        return lead[:full]
+    r, m = len(rest), (len(row) + 3) // 4
+    t = r + m + template_tokens - header
+    hashes, parent = list(lead), lead[-1] if lead else 0
+    for j in range(full - len(lead)):
+        lo, hi = j * block_size, (j + 1) * block_size
+        if r <= lo and hi <= r + m:
+            parent = hash((parent, row[(lo - r) * 4 : (hi - r) * 4]))
+        else:
+            row_lo, row_hi = min(max(lo - r, 0), m), min(max(hi - r, 0), m)
+            pad = max(0, hi - max(lo, t))
+            parent = hash((parent, rest[lo:hi] if lo < r else (), row[row_lo * 4 : row_hi * 4],
+                           max(0, min(hi, t) - max(lo, r + m)), (pad, row) if pad else None))  # fmt: skip
+        hashes.append(parent)
+    return tuple(hashes)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    prefix=st.text(alphabet="ab c", max_size=200),
+    row=st.text(alphabet="xy z", max_size=900),
+    extra=st.integers(-8, 40),
+    template_tokens=st.integers(0, 40),
+    block_size=st.sampled_from([1, 4, 16]),
+)
+def test_block_hashes_match_the_block_by_block_definition(
+    prefix: str, row: str, extra: int, template_tokens: int, block_size: int
+) -> None:
+    prompt = max(1, estimate_tokens(prefix) + estimate_tokens(row) + template_tokens + extra)
+    kw = {"prompt_tokens": prompt, "template_tokens": template_tokens, "block_size": block_size}
+    assert prompt_block_hashes(prefix, row, **kw) == _reference(prefix, row, **kw)
