@@ -152,15 +152,17 @@ def _install(
     models: Mapping[str, str | Backend] | None,
     embed_backend: str | Backend | None,
     peer_calls: bool = False,
+    owned: bool = False,
 ) -> SemSession:
-    """The engine of ``settings`` (assembled once by the caller) installed in ``con``."""
+    """The engine of ``settings`` (assembled once by the caller) installed in ``con``
+    (``owned``: a ``SemConnection`` keeps the session, see ``factory.attach``)."""
     engine = factory.new_engine(
         settings,
         backend=backend if isinstance(backend, Backend) else None,
         models=models,
         embed_backend=embed_backend if isinstance(embed_backend, Backend) else None,
     )
-    return factory.attach(con, engine, settings, peer_calls=peer_calls)
+    return factory.attach(con, engine, settings, peer_calls=peer_calls, owned=owned)
 
 
 def connect(
@@ -233,7 +235,8 @@ def connect(
         filter_helper=filter_helper,
         confidence=confidence,
     )
-    session = _install(con, settings, backend=backend, models=models, embed_backend=embed_backend)
+    session = _install(con, settings, backend=backend, models=models, embed_backend=embed_backend,
+                       owned=True)  # fmt: skip
     return SemConnection(con, session, settings, optimize=optimize)
 
 

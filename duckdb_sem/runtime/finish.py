@@ -19,6 +19,7 @@ import contextlib
 import logging
 import threading
 import time
+import weakref
 from collections.abc import Callable, Iterable, Iterator
 
 from duckdb_sem.errors import SemError
@@ -49,7 +50,9 @@ class QuietFinisher:
     """Marks a UDF-road query done once it is quiet (see the module docstring).
 
     ``finish(query_id)`` tells the schedulers; ``clock`` is injectable for tests. One daemon
-    thread per finisher, started with the first batch, waits for the quiet moment.
+    thread per finisher, started with the first batch, waits for the quiet moment. The thread
+    holds the finisher weakly: a session dropped without ``close()`` is collected (with its
+    scheduler share, :mod:`duckdb_sem.scheduler.shared`), and the thread then ends.
     """
 
     def __init__(
@@ -103,20 +106,46 @@ class QuietFinisher:
 
     def _start(self) -> None:
         if self._thread is None and not self._closed:
-            self._thread = threading.Thread(target=self._wait, name="duckdb-sem-done",
-                                            daemon=True)  # fmt: skip
+            self._thread = threading.Thread(
+                target=_wait, args=(weakref.ref(self), self._cond), name="duckdb-sem-done",
+                daemon=True,
+            )  # fmt: skip
+            weakref.finalize(self, _wake, self._cond)
             self._thread.start()
 
-    def _wait(self) -> None:
-        while True:
-            with self._cond:
-                while not self._closed and (not self._query or self._active):
-                    self._cond.wait()
-                if self._closed:
-                    return
-                left = self._last + self.quiet_s - self._clock()
-                if left > 0:
-                    self._cond.wait(left)
-                    continue
-                query, self._query = self._query, ""
-            self._finish(query)
+
+_IDLE_CHECK_S = 5.0  # how often an idle waiter looks whether its finisher is gone
+
+
+def _wait(ref: weakref.ref[QuietFinisher], cond: threading.Condition) -> None:
+    """The finisher's thread: finish its query once quiet; end with the finisher (closed, or
+    collected). It holds the finisher only while it reads it, never while it waits."""
+    while True:
+        with cond:
+            me = ref()
+            if me is None or me._closed:
+                return
+            if not me._query or me._active:
+                wait: float | None = _IDLE_CHECK_S
+            else:
+                left = me._last + me.quiet_s - me._clock()
+                wait = left if left > 0 else None
+            if wait is not None:
+                del me
+                cond.wait(wait)
+                continue
+            query, me._query = me._query, ""
+            finish = me._finish
+            del me
+        finish(query)
+        del finish
+
+
+def _wake(cond: threading.Condition) -> None:
+    """The finisher was collected: wake its thread to end (not if the lock is busy: the thread
+    then sees it within :data:`_IDLE_CHECK_S`)."""
+    if cond.acquire(blocking=False):
+        try:
+            cond.notify_all()
+        finally:
+            cond.release()

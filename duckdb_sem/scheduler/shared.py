@@ -14,7 +14,9 @@ its caller's: it gets a scheduler of its own (shared by connections given the sa
 which is closed with its last connection; the backend object itself is left open.
 
 Each connection holds one handle; the scheduler, and the backend built for it, are closed when
-the last handle closes, and at exit (:func:`close_all`). With a sidecar URL the handle wraps
+the last handle closes, and at exit (:func:`close_all`). A handle the garbage collector takes
+without a ``close()`` (a connection a notebook forgot) releases its share then, on a thread of
+its own, so a forgotten connection does not keep its backend, and its options, for the process. With a sidecar URL the handle wraps
 the sidecar client of that URL instead, counted the same way; with ``local``, the client of the
 per-user sidecar of the spec and cache (:mod:`.local`). A ``Backend`` object cannot travel to
 another process, so with ``local`` it is scheduled in process.
@@ -30,11 +32,13 @@ explicitly fails instead, and ``inprocess`` never tries.
 from __future__ import annotations
 
 import atexit
+import contextlib
 import importlib
 import importlib.util
 import logging
 import socket
 import threading
+import weakref
 from collections.abc import Callable
 from concurrent.futures import Future
 from dataclasses import dataclass, field
@@ -108,7 +112,9 @@ class SharedScheduler:
         self.scheduler = entry.client
         self.cache = cache
         self.backend_id = entry.client.backend_id
-        self._closed = False
+        # released once: by close(), or when the garbage collector takes an unclosed handle
+        self._finalizer = weakref.finalize(self, _collected, entry)
+        self._finalizer.atexit = False  # at exit, close_all() closes what is still open
 
     def submit(self, seu: SEU) -> Future[SEUResult]:
         if isinstance(self.scheduler, Scheduler):
@@ -126,16 +132,8 @@ class SharedScheduler:
 
     def close(self) -> None:
         """Release this connection's share; the last one closes the scheduler (idempotent)."""
-        with _lock:
-            if self._closed:
-                return
-            self._closed = True
-            self._entry.users -= 1
-            last = self._entry.users <= 0 and _entries.get(self._entry.key) is self._entry
-            if last:
-                _forget(self._entry)
-        if last:
-            _shut(self._entry)
+        if self._finalizer.detach() is not None:  # None: released already
+            _release(self._entry)
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self.scheduler, name)
@@ -299,6 +297,28 @@ def _forget(entry: _Entry) -> None:
     _entries.pop(entry.key, None)
     for spec in [s for s, key in _spec_ids.items() if key == entry.key]:
         del _spec_ids[spec]
+
+
+def _release(entry: _Entry) -> None:
+    """One handle's share given back; the last one forgets and closes the scheduler."""
+    with _lock:
+        entry.users -= 1
+        last = entry.users <= 0 and _entries.get(entry.key) is entry
+        if last:
+            _forget(entry)
+    if last:
+        _shut(entry)
+
+
+def _collected(entry: _Entry) -> None:
+    """A handle was garbage-collected unclosed: release its share on another thread (the
+    collector may run inside any code, this module's locked sections included)."""
+    log.debug("%s: a connection was collected without close(); releasing its share",
+              entry.client.backend_id)  # fmt: skip
+    with contextlib.suppress(RuntimeError):  # at interpreter shutdown: close_all() has run
+        threading.Thread(
+            target=_release, args=(entry,), name="duckdb-sem-release", daemon=True
+        ).start()
 
 
 def _shut(entry: _Entry) -> None:

@@ -99,15 +99,17 @@ def attach(
     settings: Settings | None = None,
     *,
     peer_calls: bool = False,
+    owned: bool = False,
 ) -> SemSession:
     """Install ``engine``'s ``sem_*`` functions in ``con``; the session that owns them (each
     query bounded by ``settings``' budgets, its queries together by the session ones).
     ``peer_calls``: the peers' calls with their own arguments as macros too
     (:mod:`~duckdb_sem.surface.peer_macros`; a plain connection's only way to them, where
-    ``connect()`` rewrites them instead)."""
+    ``connect()`` rewrites them instead). ``owned``: the caller keeps the session (a
+    ``SemConnection``), so the UDFs reach it weakly (:attr:`SemSession.owned`)."""
     budget = None
     if settings is not None:
         budget = Budget.from_settings(settings)
-    session = SemSession(con, engine, budget=budget)
+    session = SemSession(con, engine, budget=budget, owned=owned)
     session.install(peer_calls=peer_calls)
     return session

@@ -38,6 +38,7 @@ import contextlib
 import itertools
 import logging
 import threading
+import weakref
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -92,9 +93,18 @@ class SemSession:
     """The duckdb-sem state attached to one DuckDB connection: engine, current query, errors."""
 
     def __init__(
-        self, con: duckdb.DuckDBPyConnection, engine: SemEngine, *, budget: Any = None
+        self,
+        con: duckdb.DuckDBPyConnection,
+        engine: SemEngine,
+        *,
+        budget: Any = None,
+        owned: bool = False,
     ) -> None:
         self.con = con
+        #: a ``SemConnection`` keeps this session (``connect()``, a cursor): its UDFs, which
+        #: DuckDB keeps, reach it weakly, so a connection dropped without ``close()`` is
+        #: collected; ``install(con)`` leaves the session to its UDFs, which then hold it
+        self.owned = owned
         self.engine = engine
         #: limits of each query's backend work (``runtime.budget.Budget``) when a new query
         #: names none: how ``install(con, max_llm_calls=...)`` bounds the UDF path
@@ -335,9 +345,31 @@ class SemSession:
         self._define("ai_similarity", f"CREATE OR REPLACE {self._temp}MACRO ai_similarity(a, b) "
                                       f"AS {cosine}(sem_embed(a), sem_embed(b))")  # fmt: skip
 
+    def _live(self) -> Callable[[], SemSession]:
+        """How a UDF reaches this session: strongly, or weakly when it is :attr:`owned` (DuckDB
+        holds UDFs beyond Python's collector, so a strong reference there would keep the
+        session, and its connection, alive for good)."""
+        if not self.owned:
+            return lambda: self
+        ref = weakref.ref(self)
+
+        def live() -> SemSession:
+            session = ref()
+            if session is None:
+                raise SemError(
+                    "this duckdb-sem connection is gone (closed, or dropped without close()); "
+                    "run the query on an open connection"
+                )
+            return session
+
+        return live
+
     def _embed_udf(self, dims: int | None) -> Callable[..., pa.Array]:
+        live = self._live()
+
         def udf(texts: pa.Array) -> pa.Array:
-            return self._remembered(lambda: self._embed(combined(texts), dims))
+            session = live()
+            return session._remembered(lambda: session._embed(combined(texts), dims))
 
         return udf
 
@@ -362,6 +394,7 @@ class SemSession:
     def _classify_udf(self) -> str | None:
         """Register ``sem_classify``'s UDF (template, labels, values) -> VARCHAR; its full name,
         or None if already there."""
+        live = self._live()
 
         def udf(
             templates: pa.Array,
@@ -379,7 +412,10 @@ class SemSession:
         ) -> pa.Array:
             options = (given, model, temperature, max_tokens, choices, per_row, per_row_match,
                        examples, batch_size)  # fmt: skip
-            return self._remembered(lambda: self._classify(templates, labels, values, options))
+            session = live()
+            return session._remembered(
+                lambda: session._classify(templates, labels, values, options)
+            )
 
         return self._register("__semudf_classify", lambda: udf,
                               ["VARCHAR", "VARCHAR[]", "VARCHAR[]", "INTEGER", *OPTION_TYPES],
@@ -418,6 +454,8 @@ class SemSession:
     def _make_udf(
         self, kind: OperatorKind, output_type: str | None, name: str
     ) -> Callable[..., pa.Array]:
+        live = self._live()
+
         def udf(
             templates: pa.Array,
             values: pa.Array,
@@ -433,8 +471,9 @@ class SemSession:
         ) -> pa.Array:
             options = (given, model, temperature, max_tokens, choices, per_row, per_row_match,
                        examples, batch_size)  # fmt: skip
-            return self._remembered(
-                lambda: self._evaluate(kind, output_type, name, templates, values, options)
+            session = live()
+            return session._remembered(
+                lambda: session._evaluate(kind, output_type, name, templates, values, options)
             )
 
         return udf

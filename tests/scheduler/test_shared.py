@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import gc
 import logging
 import subprocess
 import sys
+import time
+import weakref
 from pathlib import Path
 
+import duckdb
 import pytest
 
 import duckdb_sem
@@ -129,6 +133,49 @@ def test_the_last_connection_closes_the_scheduler_and_its_backend() -> None:
     assert _scheduler(third) is not scheduler  # a fresh one
     assert third.sql("SELECT sem_filter('{0} is fine', 'x')").fetchall() == answer
     third.close()
+
+
+def test_a_connection_left_to_the_garbage_collector_releases_its_share(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    spec = "test:?yes_if=fine|collected-test"
+    slower = "test:?yes_if=fine|collected-test&latency_ms=5"
+
+    def query_and_forget() -> tuple[Scheduler, weakref.ref[object]]:
+        # a function that returns without close() (its frame, whose locals duckdb-sem reads
+        # to find DataFrames a query names, goes with it)
+        forgotten = duckdb_sem.connect(backend=spec, cache="off")
+        assert forgotten.sql("SELECT sem_filter('{0} is fine', 'x')").fetchall() == [(True,)]
+        return _scheduler(forgotten), weakref.ref(forgotten.session)
+
+    scheduler, session = query_and_forget()
+    gc.collect()
+    assert session() is None  # nothing keeps the session: DuckDB's UDFs reach it weakly
+    deadline = time.monotonic() + 10
+    while not scheduler._closed and time.monotonic() < deadline:
+        time.sleep(0.01)  # released on a thread of its own
+    assert scheduler._closed
+    with caplog.at_level(logging.WARNING, logger="duckdb_sem.scheduler.shared"):
+        later = duckdb_sem.connect(backend=slower, cache="off")
+    try:
+        # the later connection builds its own backend, with its own options, and is told nothing
+        assert _scheduler(later) is not scheduler
+        backend = _scheduler(later).backends[0]
+        assert isinstance(backend, RuleBackend) and backend.latency_ms == 5
+        assert not [r for r in caplog.records if "do not apply" in r.getMessage()]
+    finally:
+        later.close()
+
+
+def test_install_leaves_its_session_to_the_duckdb_connection() -> None:
+    # install(con)'s caller keeps no session: the UDFs DuckDB holds do
+    raw = duckdb.connect()
+    duckdb_sem.install(raw, backend="test:?yes_if=fine|install-keeps-test", cache="off")
+    gc.collect()
+    try:
+        assert raw.sql("SELECT sem_filter('{0} is fine', 'x')").fetchall() == [(True,)]
+    finally:
+        raw.close()
 
 
 def test_a_backend_object_gets_no_leaked_scheduler() -> None:
