@@ -80,7 +80,7 @@ class _Entry:
     users: int = 0
     choice: tuple[str, float | None] = ("", None)  # the policy and aging rate it was built with
     spec: str = ""  # the backend spec it was built from (in process)
-    told: set[str] = field(default_factory=set)  # other specs already warned about
+    told: set[str] = field(default_factory=set)  # other specs (less price) warned about
 
 
 _entries: dict[object, _Entry] = {}
@@ -222,9 +222,9 @@ def _warn_other_spec(entry: _Entry, spec: str) -> None:
     ours_spec = split_price(spec)[0]
     theirs_spec = split_price(entry.spec)[0] if entry.spec else ""
     with _lock:
-        if not entry.spec or ours_spec == theirs_spec or spec in entry.told:
+        if not entry.spec or ours_spec == theirs_spec or ours_spec in entry.told:
             return
-        entry.told.add(spec)
+        entry.told.add(ours_spec)  # once per spec but its price: the same options differ
     try:
         mine, theirs = parse_spec(ours_spec), parse_spec(theirs_spec)
     except ConfigError:  # both were built: cannot happen; say it plainly anyway

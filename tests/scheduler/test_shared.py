@@ -99,6 +99,9 @@ def test_specs_that_differ_only_in_price_share_without_a_warning(
             second = duckdb_sem.connect(backend=priced, cache="off")
             said_priced = [r.getMessage() for r in caplog.records]
             third = duckdb_sem.connect(backend=slower, cache="off")
+            # the same options differ, at another price: no second, identical warning
+            fourth = duckdb_sem.connect(backend=slower.replace("price_in=2", "price_in=3"),
+                                        cache="off")  # fmt: skip
         try:
             assert _scheduler(second) is _scheduler(first) is _scheduler(third)
             assert not [m for m in said_priced if "do not apply" in m], said_priced
@@ -108,6 +111,7 @@ def test_specs_that_differ_only_in_price_share_without_a_warning(
         finally:
             second.close()
             third.close()
+            fourth.close()
     finally:
         first.close()
 
