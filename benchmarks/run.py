@@ -89,6 +89,7 @@ QUICK: list[list[str]] = [
      "--embed", "sim-embed:", "--movies", "15", "--per-movie", "3"],
     ["bench_lotus.py", "--queries", "Q0", "Q7", "--time-scale", "0.3", "--out", "lotus_quick"],
     ["bench_pgwire_stream.py", "--sizes-mb", "1", "10"],  # the wire's streamed results (~5 s)
+    ["bench_openai_batch.py", "--batches", "5"],  # openai: batch requests against one a row
     # real: SmolLM2-135M on llama.cpp's server, 4 rows (dropped when it is not installed)
     ["bench_lotus.py", "--server", "llama", "--queries", "Q0", "--limit", "4",
      "--out", "lotus_llama_quick"],

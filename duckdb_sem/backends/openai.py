@@ -344,7 +344,9 @@ class OpenAIBackend(Backend):
             self.abort(requests)  # as for single requests: the others stop retrying
             wait(futures)
             raise
-        return [c for c in out if c is not None]
+        done = [c for c in out if c is not None]
+        assert len(done) == len(requests), "the parts cover every request once"
+        return done
 
     def _answer_batch(
         self,
