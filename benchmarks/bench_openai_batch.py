@@ -6,9 +6,12 @@ request a row; ``batch=on``: vLLM's ``/v1/chat/completions/batch``, at most ``ba
 rows a request) answering the same ``--batches`` batches of ``--rows`` distinct ~300-token
 filter rows, the modes taking turns batch by batch. Reported per mode: this process's CPU per
 row (what a sidecar pays to dispatch to servers over HTTP) and wall time per row, and that the
-answers agree. Written to ``results/openai_batch.md``.
+answers agree. Written to ``results/openai_batch.md``. ``--url`` measures against a server
+already running instead (vLLM's own, say: ``python -m vllm.entrypoints.openai.api_server``),
+written to ``results/openai_batch_<kind>.md``.
 
     python benchmarks/bench_openai_batch.py            # ~20 s
+    python benchmarks/bench_openai_batch.py --url http://127.0.0.1:8000/v1 --batches 10
 """
 
 from __future__ import annotations
@@ -47,13 +50,18 @@ def main() -> None:
     parser.add_argument("--batches", type=int, default=100)
     parser.add_argument("--rows", type=int, default=16, help="rows a batch (an SEU's)")
     parser.add_argument("--profile", default="qwen3-4b-a100")
+    parser.add_argument("--url", help="a running OpenAI-compatible server's /v1 URL instead")
     args = parser.parse_args()
-    port = _free_port()
-    server = subprocess.Popen(
-        [sys.executable, "-m", "duckdb_sem.cli.main", "sim-server", "--profile", args.profile,
-         "--time-scale", "0", "--listen", f"127.0.0.1:{port}"], stderr=subprocess.DEVNULL,
-    )  # fmt: skip
-    url = f"http://127.0.0.1:{port}/v1"
+    server = None
+    url = args.url
+    if url is None:
+        port = _free_port()
+        server = subprocess.Popen(
+            [sys.executable, "-m", "duckdb_sem.cli.main", "sim-server", "--profile",
+             args.profile, "--time-scale", "0", "--listen", f"127.0.0.1:{port}"],
+            stderr=subprocess.DEVNULL,
+        )  # fmt: skip
+        url = f"http://127.0.0.1:{port}/v1"
     try:
         for _ in range(100):
             try:
@@ -78,19 +86,26 @@ def main() -> None:
                     cpu[mode] += time.process_time() - c0
                     wall[mode] += time.perf_counter() - w0
                     answers[mode] += [c.value for c in out]
+        kind = backends["batch requests"].server_kind
+        model = backends["batch requests"].model
         for backend in backends.values():
             backend.close()
     finally:
-        server.terminate()
-        server.wait(10)
+        if server is not None:
+            server.terminate()
+            server.wait(10)
     n = args.batches * args.rows
     same = answers["one request a row"] == answers["batch requests"]
     lines = [
         "# The openai: client: one HTTP request a row against batch requests",
         "",
-        f"One `duckdb-sem sim-server` process (SIMULATED `{args.profile}`, time_scale 0), "
-        f"{args.batches} batches of {args.rows} distinct ~300-token filter rows, the two modes "
-        "taking turns batch by batch; CPU is this (client) process's.",
+        (
+            f"One `duckdb-sem sim-server` process (SIMULATED `{args.profile}`, time_scale 0), "
+            if server is not None
+            else f"A {kind} server at {url} serving `{model}` (on the same machine), "
+        )
+        + f"{args.batches} batches of {args.rows} distinct ~300-token filter rows, the two "
+        "modes taking turns batch by batch; CPU is this (client) process's.",
         "",
         "| mode | client CPU us/row | wall us/row |",
         "|---|---|---|",
@@ -98,8 +113,11 @@ def main() -> None:
         "",
         f"Answers equal in both modes: {same} ({n} rows).",
     ]
-    out = RESULTS / "openai_batch.md"
-    write_report(out, lines, "python benchmarks/bench_openai_batch.py")
+    out = RESULTS / ("openai_batch.md" if server is not None else f"openai_batch_{kind}.md")
+    command = "python benchmarks/bench_openai_batch.py"
+    if server is None:
+        command += f" --url URL --batches {args.batches} --rows {args.rows}"
+    write_report(out, lines, command)
     print("\n".join(lines))
     if not same:
         raise SystemExit("the two modes answered differently")
