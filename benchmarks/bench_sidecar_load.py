@@ -383,6 +383,13 @@ def _write(args: argparse.Namespace, spec: str, rows: list[dict[str, Any]]) -> N
     ]
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text("\n".join(lines))
+    _plot(args.out.with_suffix(".png"), spec, rows)
+    print(f"wrote {args.out}")
+
+
+def _plot(out: Path, spec: str, rows: list[dict[str, Any]]) -> None:
+    """Answered requests/s, latency and sidecar CPU against offered load, per build."""
+    builds = list(dict.fromkeys(r["build"] for r in rows))
     import matplotlib
 
     matplotlib.use("Agg")
@@ -411,8 +418,7 @@ def _write(args: argparse.Namespace, spec: str, rows: list[dict[str, Any]]) -> N
     c.legend()
     fig.suptitle(f"Scheduler sidecar under load ({_kind(spec)} replicas)")
     fig.tight_layout()
-    fig.savefig(args.out.with_suffix(".png"), dpi=100)
-    print(f"wrote {args.out}")
+    fig.savefig(out, dpi=100)
 
 
 if __name__ == "__main__":
