@@ -7,10 +7,12 @@ returns a future at once and waits on a small thread pool. Connection failures b
 sidecar come back as the same class of the error tree.
 
 An SEU may wait long in a busy sidecar's queue, so its POST has no read timeout; instead, while
-SEUs are in flight, a watchdog asks ``/v1/health`` (answered by its own server thread, busy or
-not) every ``liveness_s / 3`` seconds. A sidecar that answers none of them for ``liveness_s``
-(default :data:`LIVENESS_S`, 6 s; a stopped, hung or unplugged process) fails every waiting SEU
-with a :class:`~duckdb_sem.errors.SidecarError` that says so. ``cancel`` is sent in the
+SEUs are in flight, a watchdog asks ``/v1/health`` every ``liveness_s / 3`` seconds. A sidecar
+that answers neither a health check nor any SEU for ``liveness_s`` (default
+:data:`LIVENESS_S`, 6 s; a stopped, hung or unplugged process) fails every waiting SEU with a
+:class:`~duckdb_sem.errors.SidecarError` that says so. An SEU answered counts as a sign of
+life: an overloaded sidecar may answer health checks late (they queue behind its SEUs on its
+event loop) while it still answers SEUs, and its waiting SEUs are then its work, not lost. ``cancel`` is sent in the
 background, so ``con.interrupt()`` returns at once even when the sidecar does not answer.
 
 ``on_unreachable`` (the local scheduler's, :mod:`.local`) is called when an SEU cannot even
@@ -89,6 +91,7 @@ class SidecarClient:
         self._closed = False
         self._watchdog: threading.Thread | None = None
         self._starting = 0  # on_unreachable calls under way (a new sidecar is starting)
+        self._heard = 0.0  # when the sidecar last answered an SEU (time.monotonic)
         self.server_pid: int | None = None
         health = self.health()
         self.backend_id: str = str(health["backend_id"])
@@ -187,7 +190,7 @@ class SidecarClient:
             try:
                 self._http.get("/v1/health", timeout=period)
             except httpx.HTTPError:
-                silent = time.monotonic() - last_answer
+                silent = time.monotonic() - max(last_answer, self._heard)
                 if silent >= self.liveness_s:
                     self._fail_waiting(silent)
                     last_answer = time.monotonic()
@@ -202,9 +205,9 @@ class SidecarClient:
         with self._lock:
             stuck, self._waiting = list(self._waiting), set()
         error = SidecarError(
-            f"the scheduler sidecar at {self.url} stopped answering (no health reply in "
-            f"{silent:.0f} s; the process may be stopped or hung); {len(stuck)} waiting SEU(s) "
-            "failed; " + self._hint
+            f"the scheduler sidecar at {self.url} stopped answering (no health reply and no "
+            f"SEU answered in {silent:.0f} s; the process may be stopped or hung); {len(stuck)} "
+            "waiting SEU(s) failed; " + self._hint
         )
         for future in stuck:
             future.set_exception(error)
@@ -228,6 +231,7 @@ class SidecarClient:
                 f"the scheduler sidecar at {self.url} did not answer an SEU "
                 f"({type(err).__name__}: {err}); it may have died mid-query; " + self._hint
             ) from None
+        self._heard = time.monotonic()  # alive: the watchdog counts this as an answer
         return decode_result(response.content)
 
     def _first_send(self, send: Callable[[], httpx.Response]) -> httpx.Response:

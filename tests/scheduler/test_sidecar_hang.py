@@ -1,5 +1,6 @@
 """A sidecar that stops answering (SIGSTOP) fails waiting queries within the documented
-liveness time, and ``interrupt()`` returns at once instead of waiting on it."""
+liveness time, and ``interrupt()`` returns at once instead of waiting on it; one that answers
+SEUs but not health checks (overloaded) is not taken for dead."""
 
 from __future__ import annotations
 
@@ -7,13 +8,21 @@ import os
 import signal
 import threading
 import time
+from typing import Any
 
 import pytest
 from sidecar_helpers import sidecar
 
 import duckdb_sem
+from duckdb_sem.backends.registry import create_backend
 from duckdb_sem.errors import SidecarError
-from duckdb_sem.scheduler.sidecar_client import LIVENESS_S
+from duckdb_sem.llm.prompts import build_request
+from duckdb_sem.llm.request import OperatorKind
+from duckdb_sem.scheduler import sidecar_server
+from duckdb_sem.scheduler.core import Scheduler
+from duckdb_sem.scheduler.seu import SEU
+from duckdb_sem.scheduler.sidecar_client import LIVENESS_S, SidecarClient
+from duckdb_sem.scheduler.sidecar_server import SidecarServer
 
 pytestmark = [
     pytest.mark.integration,
@@ -60,3 +69,38 @@ def test_a_stopped_sidecar_is_a_clear_error_and_interrupt_returns_at_once() -> N
             os.kill(proc.pid, signal.SIGCONT)
             running.close()
             other.close()
+
+
+def test_a_sidecar_that_answers_seus_but_not_health_checks_is_alive(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Overloaded, a sidecar's health replies queue behind its SEUs on its event loop; while it
+    still answers SEUs, the SEUs waiting on it are its work, not lost to the watchdog."""
+    scheduler = Scheduler([create_backend("test:?yes_if=fine&latency_ms=400&max_batch=4")])
+    server = SidecarServer(scheduler, "127.0.0.1:0").start()
+    silent = threading.Event()
+    answer = sidecar_server._Front._get
+
+    def late(front: Any, conn: Any, request: Any) -> None:
+        if request.path == "/v1/health" and silent.is_set():
+            return  # never answered: the client's probe times out
+        answer(front, conn, request)
+
+    monkeypatch.setattr(sidecar_server._Front, "_get", late)
+    client = SidecarClient(server.url, liveness_s=1.0)
+    try:
+        silent.set()
+        futures = [
+            client.submit(SEU(f"q{i}", "sem_filter",
+                              tuple(build_request(OperatorKind.FILTER, f"row {i}-{j} is fine")
+                                    for j in range(4)), 1.0))
+            for i in range(20)
+        ]  # fmt: skip
+        started = time.monotonic()
+        results = [f.result(timeout=30) for f in futures]  # 5 rounds of 0.4 s: > liveness_s
+        assert time.monotonic() - started > 1.5, "too quick to have tested the watchdog"
+        assert all(c.value is True for r in results for c in r.completions)
+    finally:
+        client.close()
+        server.shutdown()
+        scheduler.close()
