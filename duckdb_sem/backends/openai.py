@@ -283,19 +283,7 @@ class OpenAIBackend(Backend):
 
     def complete(self, requests: Sequence[LLMRequest], *, priority: int = 0) -> list[Completion]:
         def attempt(indices: Sequence[int], tries: int) -> list[Completion]:
-            if self.batching and len(indices) > 1:
-                return self._batched([requests[i] for i in indices], tries, priority)
-            with self._lock:
-                self._queued += len(indices)
-            futures = [
-                self._pool.submit(self._answer, requests[i], tries, priority) for i in indices
-            ]
-            try:
-                return [f.result() for f in futures]
-            except BaseException:
-                self.abort(requests)  # the batch has failed: its other requests stop retrying
-                wait(futures)
-                raise
+            return self._try([requests[i] for i in indices], tries, priority)
 
         try:
             results, failed = answer_with_retries(
@@ -309,27 +297,29 @@ class OpenAIBackend(Backend):
                 self.warnings += failed
         return results
 
-    def _batched(
-        self, requests: Sequence[LLMRequest], attempt: int, priority: int
-    ) -> list[Completion]:
-        """One try of ``requests`` in batch requests: those whose bodies differ only in their
-        messages share one, ``batch_rows`` at most, sent concurrently on the request threads."""
-        bodies = [self._body(r, attempt, priority) for r in requests]
-        groups: dict[str, list[int]] = {}
-        for i, body in enumerate(bodies):
-            groups.setdefault(batch_key(body), []).append(i)
-        parts = [
-            [members[k] for k in run]
-            for members in groups.values()
-            for run in chunks(len(members), self.batch_rows)
-        ]
+    def _try(self, requests: list[LLMRequest], attempt: int, priority: int) -> list[Completion]:
+        """One try of ``requests``, in parts sent concurrently on the request threads: batches
+        of the requests whose bodies differ only in their messages (``batch_rows`` at most)
+        when batching, else one request each."""
+        bodies: list[dict[str, Any]] | None = None
+        parts = [[k] for k in range(len(requests))]
+        if self.batching and len(requests) > 1:
+            bodies = [self._body(r, attempt, priority) for r in requests]
+            groups: dict[str, list[int]] = {}
+            for i, body in enumerate(bodies):
+                groups.setdefault(batch_key(body), []).append(i)
+            parts = [
+                [members[k] for k in run]
+                for members in groups.values()
+                for run in chunks(len(members), self.batch_rows)
+            ]
         with self._lock:
             self._queued += len(requests)
         futures = [
             self._pool.submit(
-                self._answer_batch,
+                self._answer_part,
                 [requests[i] for i in part],
-                [bodies[i] for i in part],
+                None if bodies is None else [bodies[i] for i in part],
                 attempt,
                 priority,
             )
@@ -341,20 +331,22 @@ class OpenAIBackend(Backend):
                 for i, completion in zip(part, future.result(), strict=True):
                     out[i] = completion
         except BaseException:
-            self.abort(requests)  # as for single requests: the others stop retrying
+            self.abort(requests)  # this try has failed: its other requests stop retrying
             wait(futures)
             raise
         done = [c for c in out if c is not None]
         assert len(done) == len(requests), "the parts cover every request once"
         return done
 
-    def _answer_batch(
+    def _answer_part(
         self,
         requests: list[LLMRequest],
-        bodies: list[dict[str, Any]],
+        bodies: list[dict[str, Any]] | None,
         attempt: int,
         priority: int,
     ) -> list[Completion]:
+        """One part of a try, on a request thread: its requests not aborted meanwhile are
+        sent (:meth:`_send`), the others answered ``aborted``, as are those abort() cuts off."""
         aborted = Completion(None, "", 0, 0, error="aborted")
         with self._lock:
             self._queued -= len(requests)
@@ -366,8 +358,11 @@ class OpenAIBackend(Backend):
         out = [aborted] * len(requests)
         try:
             if live:
-                done = self._send_batch(
-                    [requests[k] for k in live], [bodies[k] for k in live], attempt, priority
+                done = self._send(
+                    [requests[k] for k in live],
+                    None if bodies is None else [bodies[k] for k in live],
+                    attempt,
+                    priority,
                 )
                 for k, completion in zip(live, done, strict=True):
                     out[k] = completion
@@ -383,16 +378,17 @@ class OpenAIBackend(Backend):
                 for k in live:
                     self._serving.pop(id(requests[k]), None)
 
-    def _send_batch(
+    def _send(
         self,
         requests: list[LLMRequest],
-        bodies: list[dict[str, Any]],
+        bodies: list[dict[str, Any]] | None,
         attempt: int,
         priority: int,
     ) -> list[Completion]:
-        """One batch request, or one request a row where the server has no batch route (from
-        then on) or refused this batch as a whole (one row may be at fault)."""
-        if len(requests) == 1 or not self.batching:
+        """One batch request (``bodies`` given), or one request a row: without bodies, where
+        the server has no batch route (from then on) or refused this batch as a whole (one row
+        may be at fault)."""
+        if bodies is None or len(requests) == 1 or not self.batching:
             return [self._attempt(r, attempt, priority) for r in requests]
         ids = {id(r) for r in requests}
         try:
@@ -420,24 +416,6 @@ class OpenAIBackend(Backend):
             self._finish(request, answer, priority)
             for request, answer in zip(requests, answers, strict=True)
         ]
-
-    def _answer(self, request: LLMRequest, attempt: int, priority: int) -> Completion:
-        with self._lock:
-            self._queued -= 1
-            if id(request) in self._aborted:
-                return Completion(None, "", 0, 0, error="aborted")
-            self._running += 1
-            self._serving[id(request)] = self._clients.current()
-        try:
-            return self._attempt(request, attempt, priority)
-        except BackendError:
-            if id(request) in self._aborted:  # cut off by abort(), not a server failure
-                return Completion(None, "", 0, 0, error="aborted")
-            raise
-        finally:
-            with self._lock:
-                self._running -= 1
-                self._serving.pop(id(request), None)
 
     def _attempt(self, request: LLMRequest, attempt: int, priority: int) -> Completion:
         return self._calibrated(request, self._scored(request, attempt, priority), priority)
