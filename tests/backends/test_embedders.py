@@ -8,11 +8,11 @@ from collections.abc import Iterator
 import httpx
 import numpy as np
 import pytest
+from sim_serving import sim_serving
 
 from duckdb_sem.backends.embedder import embed_request, normalized
 from duckdb_sem.backends.openai_embed import OpenAIEmbedder, read_embeddings
 from duckdb_sem.backends.registry import create_backend
-from duckdb_sem.backends.sim.backend import create
 from duckdb_sem.backends.sim.embeddings import SimEmbedder, hashed_embedding
 from duckdb_sem.backends.sim.server import SimServer
 from duckdb_sem.errors import BackendError, ConfigError
@@ -22,11 +22,8 @@ from duckdb_sem.llm.request import OperatorKind, Task
 
 @pytest.fixture
 def server() -> Iterator[SimServer]:
-    backend = create("sim:default?seed=1")
-    sim = SimServer(backend).start()
-    yield sim
-    sim.close()
-    backend.close()
+    with sim_serving("sim:default?seed=1") as server:
+        yield server
 
 
 def test_sim_embedder_is_deterministic_unit_length_and_labelled() -> None:

@@ -13,12 +13,12 @@ from typing import Any
 
 import httpx
 import pytest
+from sim_serving import sim_serving
 
 import duckdb_sem
 from duckdb_sem.backends.openai import OpenAIBackend
 from duckdb_sem.backends.openai_batch import chunks, shares, split_answer
 from duckdb_sem.backends.registry import create_backend
-from duckdb_sem.backends.sim.backend import create
 from duckdb_sem.backends.sim.server import SimServer
 from duckdb_sem.errors import BackendError
 from duckdb_sem.llm.prompts import build_request
@@ -31,11 +31,8 @@ TEMPLATE = parse_template("Is this review favourable? {text}").positional()
 
 @pytest.fixture
 def server() -> Iterator[SimServer]:
-    backend = create("sim:default?selectivity=0.4&seed=3")
-    sim = SimServer(backend).start()
-    yield sim
-    sim.close()
-    backend.close()
+    with sim_serving("sim:default?selectivity=0.4&seed=3") as server:
+        yield server
 
 
 def _requests() -> list[LLMRequest]:

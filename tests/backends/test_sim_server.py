@@ -10,6 +10,7 @@ from collections.abc import Iterator
 import httpx
 import pytest
 from processes import stop
+from sim_serving import sim_serving
 
 from duckdb_sem.backends.openai import OpenAIBackend
 from duckdb_sem.backends.registry import create_backend
@@ -23,11 +24,8 @@ from duckdb_sem.llm.request import OperatorKind
 
 @pytest.fixture
 def server() -> Iterator[SimServer]:
-    backend = create("sim:default?selectivity=0.3&seed=1")
-    sim = SimServer(backend).start()
-    yield sim
-    sim.close()
-    backend.close()
+    with sim_serving("sim:default?selectivity=0.3&seed=1") as server:
+        yield server
 
 
 def test_openai_backend_over_sim_server_matches_direct_sim(server: SimServer) -> None:

@@ -14,10 +14,10 @@ from typing import Any
 
 import httpx
 import pytest
+from sim_serving import sim_serving
 
 from duckdb_sem.backends.openai import OpenAIBackend
 from duckdb_sem.backends.registry import create_backend
-from duckdb_sem.backends.sim.backend import create
 from duckdb_sem.backends.sim.server import SimServer
 from duckdb_sem.errors import BackendError, ConfigError
 from duckdb_sem.llm.outputs import json_schema, parse_type, type_from_schema
@@ -171,11 +171,8 @@ def test_schema_round_trips_to_the_sql_type() -> None:
 
 @pytest.fixture
 def sim_server() -> Iterator[SimServer]:
-    backend = create("sim:default?seed=1")
-    sim = SimServer(backend).start()
-    yield sim
-    sim.close()
-    backend.close()
+    with sim_serving("sim:default?seed=1") as server:
+        yield server
 
 
 @pytest.mark.parametrize("sql_type", [t for t, _, _ in TYPES])

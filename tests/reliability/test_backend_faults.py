@@ -15,6 +15,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from sim_serving import sim_serving
 
 import duckdb_sem
 from duckdb_sem.backends.registry import create_backend
@@ -162,11 +163,8 @@ def test_a_rerun_after_a_failed_query_resumes_from_the_cache(tmp_path: Path) -> 
 # -- faults on the wire: the openai: client through a proxy to the real sim server --------------
 @pytest.fixture
 def sim_server() -> Iterator[SimServer]:
-    backend = create("sim:tiny?selectivity=0.4")
-    server = SimServer(backend).start()
-    yield server
-    server.close()
-    backend.close()
+    with sim_serving("sim:tiny?selectivity=0.4") as server:
+        yield server
 
 
 def _over(proxy: FaultProxy, options: str = "timeout=10") -> str:
