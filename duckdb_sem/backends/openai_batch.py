@@ -12,8 +12,8 @@ CPU per request against real servers (``docs/scheduler.md``, "The sidecar's ceil
 This module builds the batch body from the single-request bodies (:func:`batch_key` groups the
 requests that may share one) and splits the answer back into one single-request answer per
 conversation (:func:`split_answer`). The batch's ``usage`` is shared out over its rows in
-proportion to their lengths (prompt and answer characters), so totals (``con.stats()``, EXPLAIN ANALYZE) are the
-server's and a row's share is an estimate.
+proportion to their lengths (prompt and answer characters), so totals (``con.stats()``,
+EXPLAIN ANALYZE) are the server's and a row's share is an estimate.
 
 Example:
     >>> bodies = [{"model": "m", "max_tokens": 1, "messages": [{"role": "user", "content": t}]}

@@ -16,10 +16,11 @@ which is closed with its last connection; the backend object itself is left open
 Each connection holds one handle; the scheduler, and the backend built for it, are closed when
 the last handle closes, and at exit (:func:`close_all`). A handle the garbage collector takes
 without a ``close()`` (a connection a notebook forgot) releases its share then, on a thread of
-its own, so a forgotten connection does not keep its backend, and its options, for the process. With a sidecar URL the handle wraps
-the sidecar client of that URL instead, counted the same way; with ``local``, the client of the
-per-user sidecar of the spec and cache (:mod:`.local`). A ``Backend`` object cannot travel to
-another process, so with ``local`` it is scheduled in process.
+its own, so a forgotten connection does not keep its backend, and its options, for the
+process. With a sidecar URL the handle wraps the sidecar client of that URL instead, counted
+the same way; with ``local``, the client of the per-user sidecar of the spec and cache
+(:mod:`.local`). A ``Backend`` object cannot travel to another process, so with ``local`` it
+is scheduled in process.
 
 With no scheduler chosen (``DUCKDB_SEM_SCHEDULER`` unset), an embedded backend (``llama:``,
 :data:`EMBEDDED_KINDS`) is scheduled on its local sidecar, so the processes of a user hold one

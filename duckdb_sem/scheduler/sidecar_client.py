@@ -12,8 +12,9 @@ that answers neither a health check nor any SEU for ``liveness_s`` (default
 :data:`LIVENESS_S`, 6 s; a stopped, hung or unplugged process) fails every waiting SEU with a
 :class:`~duckdb_sem.errors.SidecarError` that says so. An SEU answered counts as a sign of
 life: an overloaded sidecar may answer health checks late (they queue behind its SEUs on its
-event loop) while it still answers SEUs, and its waiting SEUs are then its work, not lost. ``cancel`` is sent in the
-background, so ``con.interrupt()`` returns at once even when the sidecar does not answer.
+event loop) while it still answers SEUs, and its waiting SEUs are then its work, not lost.
+``cancel`` is sent in the background, so ``con.interrupt()`` returns at once even when the
+sidecar does not answer.
 
 ``on_unreachable`` (the local scheduler's, :mod:`.local`) is called when an SEU cannot even
 connect: it never reached a sidecar, so after the callback has started a new one the SEU is

@@ -291,7 +291,8 @@ class SemConnection:
             return DryRun({}, 0.0, refused)
         engine, counters = factory.dry_engine(self.session.engine, self.settings)
         raw = self._con.cursor()
-        twin = SemConnection(raw, factory.attach(raw, engine, owned=True), factory.dry_settings(self.settings),
+        twin = SemConnection(raw, factory.attach(raw, engine, owned=True),
+                             factory.dry_settings(self.settings),
                              optimize=self.optimize)  # fmt: skip
         twin.runtime = dataclasses.replace(self.runtime_options(), estimator=None,
                                            estimator_client=None, helper_client=None)  # fmt: skip

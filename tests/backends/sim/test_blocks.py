@@ -103,8 +103,9 @@ def _reference(prefix: str, row: str, *, prompt_tokens: int, template_tokens: in
         else:
             row_lo, row_hi = min(max(lo - r, 0), m), min(max(hi - r, 0), m)
             pad = max(0, hi - max(lo, t))
+            trailer = max(0, min(hi, t) - max(lo, r + m))
             parent = hash((parent, rest[lo:hi] if lo < r else (), row[row_lo * 4 : row_hi * 4],
-                           max(0, min(hi, t) - max(lo, r + m)), (pad, row) if pad else None))  # fmt: skip
+                           trailer, (pad, row) if pad else None))  # fmt: skip
         hashes.append(parent)
     return tuple(hashes)
 
