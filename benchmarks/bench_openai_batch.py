@@ -17,25 +17,18 @@ written to ``results/openai_batch_<kind>.md``.
 from __future__ import annotations
 
 import argparse
-import socket
 import subprocess
 import sys
 import time
 
-import httpx
 from _results import RESULTS, write_report
+from _servers import free_port, wait_http
 
 from duckdb_sem.backends.openai import OpenAIBackend
 from duckdb_sem.llm.prompts import build_request
 from duckdb_sem.llm.request import LLMRequest, OperatorKind
 
 _FILLER = " ".join(["the critic found the pacing uneven but the lead performance strong"] * 22)
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def _batch(k: int, rows: int) -> list[LLMRequest]:
@@ -55,7 +48,7 @@ def main() -> None:
     server = None
     url = args.url
     if url is None:
-        port = _free_port()
+        port = free_port()
         server = subprocess.Popen(
             [sys.executable, "-m", "duckdb_sem.cli.main", "sim-server", "--profile",
              args.profile, "--time-scale", "0", "--listen", f"127.0.0.1:{port}"],
@@ -63,12 +56,7 @@ def main() -> None:
         )  # fmt: skip
         url = f"http://127.0.0.1:{port}/v1"
     try:
-        for _ in range(100):
-            try:
-                if httpx.get(url + "/models", timeout=1).status_code == 200:
-                    break
-            except httpx.HTTPError:
-                time.sleep(0.2)
+        wait_http(url + "/models")
         modes = {"one request a row": "off", "batch requests": "on"}
         backends = {
             mode: OpenAIBackend(url, concurrency=64, batch=flag == "on")

@@ -32,7 +32,6 @@ import argparse
 import json
 import multiprocessing as mp
 import os
-import socket
 import statistics
 import subprocess
 import sys
@@ -43,14 +42,9 @@ from typing import Any
 
 import httpx
 from _results import RESULTS
+from _servers import free_port, wait_http
 
 _FILLER = " ".join(["the critic found the pacing uneven but the lead performance strong"] * 22)
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def _cpu_s(pid: int) -> float:
@@ -291,37 +285,26 @@ def _start(
     env = dict(os.environ)
     if tree:
         env["PYTHONPATH"] = tree
-    port = _free_port()
+    port = free_port()
     url = f"http://127.0.0.1:{port}"
     argv = [sys.executable, "-m", "duckdb_sem.cli.main", "serve", "--cache", "off",
             "--listen", f"127.0.0.1:{port}"]  # fmt: skip
     for _ in range(args.replicas):
         if args.servers:  # a SIMULATED OpenAI-compatible server per replica, as vLLM would be
-            sim_port = _free_port()
+            sim_port = free_port()
             procs.append(subprocess.Popen(
                 [sys.executable, "-m", "duckdb_sem.cli.main", "sim-server", "--profile",
                  args.profile, "--time-scale", str(args.time_scale), "--listen",
                  f"127.0.0.1:{sim_port}"], stderr=subprocess.DEVNULL, env=env, cwd=tree,
             ))  # fmt: skip
-            _wait(f"http://127.0.0.1:{sim_port}/v1/models")
+            wait_http(f"http://127.0.0.1:{sim_port}/v1/models")
             argv += ["--backend", f"openai:http://127.0.0.1:{sim_port}/v1?concurrency=64"]
         else:
             argv += ["--backend", spec]
     server = subprocess.Popen(argv, stderr=subprocess.DEVNULL, env=env, cwd=tree)
     procs.append(server)
-    _wait(f"{url}/v1/health")
+    wait_http(f"{url}/v1/health")
     return url, server.pid
-
-
-def _wait(url: str) -> None:
-    for _ in range(100):
-        try:
-            if httpx.get(url, timeout=1).status_code == 200:
-                return
-        except httpx.HTTPError:
-            pass
-        time.sleep(0.2)
-    raise SystemExit(f"{url} did not answer")
 
 
 def _kind(spec: str) -> str:
