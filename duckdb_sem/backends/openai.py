@@ -489,18 +489,17 @@ class OpenAIBackend(Backend):
         refused: tuple[int, ...] = (),
     ) -> Any:
         limiter = self.rate_limiter
-        if limiter is None:
-            return post_once(
-                self._clients.current(), self.base_url, path, body, spec=self.spec, refused=refused
-            )
-        cost = chat_cost(body)
-        waited[0] += limiter.acquire(cost, stop=stop, what=self.spec)
+        cost = 0
+        if limiter is not None:
+            cost = chat_cost(body)
+            waited[0] += limiter.acquire(cost, stop=stop, what=self.spec)
         data = post_once(
             self._clients.current(), self.base_url, path, body, spec=self.spec, refused=refused
         )
-        usage = data.get("usage") if isinstance(data, dict) else None
-        if isinstance(usage, dict) and isinstance(usage.get("total_tokens"), int):
-            limiter.settle(cost, usage["total_tokens"])
+        if limiter is not None:
+            usage = data.get("usage") if isinstance(data, dict) else None
+            if isinstance(usage, dict) and isinstance(usage.get("total_tokens"), int):
+                limiter.settle(cost, usage["total_tokens"])
         return data
 
     def _root(self) -> str:
