@@ -241,9 +241,13 @@ class _Run:
         chain.reverse()
         reader = self.con.sql(self.rel(node, path)).to_arrow_reader(self.batch_size)
         schema = reader.schema
-        for op, _ in chain:
-            if isinstance(op, SemMap):
-                schema = schema.append(pa.field(op.output, _map_type(op.call)))
+        try:
+            for op, _ in chain:
+                if isinstance(op, SemMap):
+                    schema = schema.append(pa.field(op.output, _map_type(op.call)))
+        except BaseException:
+            reader.close()  # DuckDB refuses the ROLLBACK while this result is open
+            raise
 
         def batches() -> Iterator[pa.RecordBatch]:
             with contextlib.closing(reader):  # a failed call leaves DuckDB no open result

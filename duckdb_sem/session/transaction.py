@@ -18,17 +18,40 @@ half-done ``INSERT ... SELECT`` must not be committed later by accident.
 Whether a transaction is open is asked of DuckDB itself (``txid_current()`` is the same for two
 statements inside one transaction and new for each in autocommit); trying ``BEGIN`` would
 abort the user's transaction when one is open.
+
+Ending a failed statement's transaction must not fail itself: DuckDB refuses ``ROLLBACK``
+while a result of the connection is still open ("connection has an open result"), and a
+failure can leave one behind (a reader opened before the error, held by the traceback's
+frames). So the open results the failure holds are released first, and should DuckDB still
+refuse, the connection is marked and its next statement ends the transaction before it runs
+(:func:`settle`): a failed statement never leaves an autocommit session inside a transaction,
+where the next acknowledged write would be lost with it.
 """
 
 from __future__ import annotations
 
-import contextlib
+import gc
+import logging
+import traceback
+import weakref
 from collections.abc import Callable
 from typing import Any
 
 import duckdb
 
-__all__ = ["StatementTransaction", "in_transaction", "transaction_id"]
+__all__ = [
+    "StatementTransaction",
+    "abort_user_transaction",
+    "in_transaction",
+    "settle",
+    "transaction_id",
+]
+
+log = logging.getLogger(__name__)
+
+#: connections whose failed statement's transaction DuckDB refused to end (an open result);
+#: the value says how: ``True`` roll back our own transaction, ``False`` abort the user's
+_UNSETTLED: weakref.WeakKeyDictionary[Any, tuple[bool, str]] = weakref.WeakKeyDictionary()
 
 
 def transaction_id(con: Any) -> int | None:
@@ -68,13 +91,19 @@ class StatementTransaction:
         return self._open
 
     def commit(self) -> None:
-        """The statement succeeded (or its reader was discarded: it only read)."""
+        """The statement succeeded (or its reader was discarded: it only read). A COMMIT
+        DuckDB refuses fails the statement: its transaction is rolled back, then the error
+        is raised."""
         if not self._open:
             return
         self._open = False
         self._ended()
         if self.own:
-            self._con.execute("COMMIT")
+            try:
+                self._con.execute("COMMIT")
+            except duckdb.Error as err:
+                _end_failed(self._con, own=True, err=err)
+                raise
 
     def fail(self, err: BaseException) -> None:
         """The statement failed with ``err``: roll back its own transaction, or leave the
@@ -83,8 +112,77 @@ class StatementTransaction:
             return
         self._open = False
         self._ended()
-        with contextlib.suppress(duckdb.Error):
-            if self.own:
-                self._con.execute("ROLLBACK")
-            else:  # DuckDB aborts a transaction in which a statement failed; so do we
-                self._con.execute("SELECT error($1)", [f"semantic statement failed: {err}"])
+        _end_failed(self._con, own=self.own, err=err)
+
+
+def abort_user_transaction(con: Any, err: BaseException) -> None:
+    """``execute()`` of a statement failed with ``err`` before or outside a statement
+    transaction (binding, a template, a setting): abort the user's explicit transaction, as
+    DuckDB aborts one in which ``execute()`` failed; nothing when none is open (autocommit)
+    or DuckDB aborted it already."""
+    for attempt in range(2):
+        try:
+            first = con.execute("SELECT system.main.txid_current()").fetchall()
+            second = con.execute("SELECT system.main.txid_current()").fetchall()
+        except duckdb.ResourceInUseException:
+            if attempt == 0:
+                _release_results(err)
+                continue
+            _UNSETTLED[con] = (False, f"statement failed: {err}")
+            return
+        except duckdb.Error:
+            return  # aborted already (DuckDB refuses every statement of it)
+        if first == second:
+            _end_failed(con, own=False, err=err, message=f"statement failed: {err}")
+        return
+
+
+def settle(con: Any) -> None:
+    """End the transaction a failed statement on ``con`` could not end (see the module
+    docstring); a no-op for every other connection. Called before each statement runs."""
+    if not _UNSETTLED:
+        return
+    pending = _UNSETTLED.pop(con, None)
+    if pending is not None:
+        own, message = pending
+        _end_failed(con, own=own, err=None, message=message)
+
+
+def _end_failed(con: Any, *, own: bool, err: BaseException | None, message: str = "") -> None:
+    """Roll back a failed statement's own transaction, or abort the user's (DuckDB aborts a
+    transaction in which a statement failed; so do we)."""
+    message = message or f"semantic statement failed: {err}"
+    for attempt in range(2):
+        try:
+            if own:
+                con.execute("ROLLBACK")
+            else:
+                con.execute("SELECT error($1)", [message])
+        except duckdb.ResourceInUseException:
+            if attempt == 0 and err is not None:
+                _release_results(err)
+                continue
+            log.warning(
+                "a failed statement's transaction is ended before the connection's next "
+                "statement: DuckDB still holds one of its results open"
+            )
+            _UNSETTLED[con] = (own, message)
+        except duckdb.Error:
+            pass  # ROLLBACK with nothing open, or error(): the user's transaction is aborted
+        return
+
+
+def _release_results(err: BaseException) -> None:
+    """Free the DuckDB results the frames of ``err`` (and its causes) still hold: a reader
+    opened by a call that then failed keeps the connection busy until it is collected."""
+    seen: set[int] = set()
+    todo: list[BaseException | None] = [err]
+    while todo:
+        one = todo.pop()
+        if one is None or id(one) in seen:
+            continue
+        seen.add(id(one))
+        if one.__traceback__ is not None:
+            traceback.clear_frames(one.__traceback__)
+        todo += [one.__cause__, one.__context__]
+    gc.collect()
