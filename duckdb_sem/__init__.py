@@ -167,13 +167,13 @@ def _install(
 
 def connect(
     database: str = ":memory:",
+    read_only: bool = False,  # positional, as in duckdb.connect()
+    config: dict[str, Any] | None = None,
     *,
     backend: str | Backend | None = None,
     cache: str | None = None,
     scheduler: str | None = None,
     batch_size: int | None = None,
-    read_only: bool = False,
-    config: dict[str, Any] | None = None,
     optimize: bool = True,
     max_llm_calls: int | None = None,
     max_prompt_tokens: int | None = None,
@@ -194,6 +194,8 @@ def connect(
     retry_failures: bool | None = None,
 ) -> SemConnection:
     """Open a DuckDB database with semantic SQL; see :func:`install` for the options.
+
+    ``database``, ``read_only`` and ``config`` are ``duckdb.connect()``'s, positional as there.
 
     With ``optimize`` (the default) semantic SELECTs the optimizer can plan run on the chosen
     plan; others, and all with ``optimize=False``, run through the UDFs as written.

@@ -3,7 +3,7 @@
 The statement runs in a worker thread; the main thread reports its progress. On a terminal it
 is a live status line that fits the terminal's width; when stderr is not a terminal (a log
 file, CI, a pipe) it is a plain-text line every ``every`` seconds, and nothing for a statement
-that finishes sooner. The share done is the SEU loop's (``con.query_progress()``: rows of the
+that finishes sooner. The share done is the SEU loop's (``con.semantic_progress()``: rows of the
 driving table processed, reported at every SEU boundary) for a planned query, otherwise
 DuckDB's own estimate; beside it, the LLM requests asked, run by the backend and answered from
 the cache, and a planned query's estimated remaining work. Within an SEU (a 20-row query is
@@ -210,7 +210,7 @@ def _duckdb_share(con: SemConnection) -> str:
 def _plan_progress(con: SemConnection) -> Any:
     """The SEU loop's progress of a planned query (None for other statements)."""
     try:
-        p = con.query_progress()
+        p = con.semantic_progress()
     except Exception:  # noqa: BLE001 - progress is best-effort
         return None
     return p if getattr(p, "rows_total", 0) else None

@@ -154,7 +154,7 @@ class QueryContext:
     memo: Memo = field(default_factory=Memo)
     # The SEU loop's estimate of the LLM cost left (token-equivalents); None: not planned.
     remaining_cost: float | None = None
-    # The running plan-level query (``runtime.seu_loop.QueryRun``), for ``query_progress()``.
+    # The running plan-level query (``runtime.seu_loop.QueryRun``), for ``semantic_progress()``.
     run: object | None = None
     # Limits of this query's backend work (``runtime.budget.Budget``); None: none.
     budget: Any = None

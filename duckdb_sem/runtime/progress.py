@@ -1,6 +1,6 @@
 """What a running query exposes at every SEU boundary, and how it is asked to run.
 
-``QueryProgress`` is a snapshot (``con.query_progress()``, the CLI progress line); within an
+``QueryProgress`` is a snapshot (``con.semantic_progress()``, the CLI progress line); within an
 SEU, ``con.on_progress`` gets a ``runtime.context.Progress`` after every backend batch;
 ``RuntimeOptions`` selects the runtime per query: the adaptive SEU loop or a baseline.
 """

@@ -36,13 +36,18 @@ from duckdb_sem.runtime.entry import Prepared, options_from_settings, prepare, r
 from duckdb_sem.runtime.progress import QueryProgress, RuntimeOptions
 from duckdb_sem.scheduler.models import DEFAULT_MODEL, Models
 from duckdb_sem.session import factory
+from duckdb_sem.session.caller_scope import call_in_caller_scope
 from duckdb_sem.session.explain import explain_semantic
 from duckdb_sem.session.relation import SemRelation
 from duckdb_sem.session.result import PlannedStream
 from duckdb_sem.session.run import count_table, open_rows, write_rows
 from duckdb_sem.session.sources import SourceRegistry, Statement
 from duckdb_sem.session.statements import Planned, Route, Router
-from duckdb_sem.session.transaction import StatementTransaction
+from duckdb_sem.session.transaction import (
+    StatementTransaction,
+    abort_user_transaction,
+    settle,
+)
 from duckdb_sem.surface.aliases import normalize_aliases
 from duckdb_sem.surface.bind import has_semantic_call
 from duckdb_sem.surface.model_statements import ModelStatement, parse_model_statement
@@ -129,12 +134,18 @@ class SemConnection:
 
     # -- DuckDB-compatible surface --------------------------------------------------------
     def sql(
-        self, query: str, *, params: Sequence[Any] | None = None, tree: Any = None
+        self,
+        query: str,
+        *,
+        alias: str = "",
+        params: Sequence[Any] | None = None,
+        tree: Any = None,
     ) -> SemRelation:
         """Like ``DuckDBPyConnection.sql``: a lazy relation; LLM work happens when fetched
         (a write statement runs now, as in DuckDB). ``tree``: the sqlglot AST of ``query``
         when the caller parsed it already (the wire server's Postgres pushdown), so the
-        statement is not parsed again."""
+        statement is not parsed again. A statement DuckDB runs alone goes to it from the
+        caller's scope (:mod:`.caller_scope`), so its variables are found as DuckDB finds them."""
         self.discard_results()
         written = query
         query = normalize_aliases(query, models=self.models.names())
@@ -149,7 +160,8 @@ class SemConnection:
             return SemRelation(self._con.sql(self.model_statement(model)), self)
         numbered = _numbered(query, params)
         reuse = tree is not None and numbered == written  # the AST is of this very text
-        statement = self._sources.open(numbered, tree=tree if reuse else None)
+        semantic = self._router.is_semantic(numbered)
+        statement = self._sources.open(numbered, tree=tree if reuse else None, caller=semantic)
         route = self.route(statement, params)
         if route.planned is not None and route.write is not None:
             stream = self.stream_planned(route.statement, route=route)  # writes run now
@@ -159,15 +171,41 @@ class SemConnection:
             self._statements[route.statement] = statement
             self._sources.set_aside(statement)  # registered again while it runs
             return SemRelation(None, self, planned=route.statement, keep=statement)
-        rel = self.translating(self._con.sql)(route.sql, params=params)
+        self._sources.release_caller(statement)
+        rel = self.translating(call_in_caller_scope)(
+            self._con.sql, route.sql, scan=route.sql, params=params, alias=alias
+        )
         if rel is None:  # DuckDB's answer to a statement of only whitespace, ';' or comments
             raise BindError(f"nothing to run: the statement {query!r} is empty")
         return SemRelation(rel, self, keep=statement)
 
-    def execute(self, query: str, parameters: Sequence[Any] | None = None) -> SemConnection:
+    query = sql
+    from_query = sql
+
+    def execute(
+        self, query: str | duckdb.Statement, parameters: Sequence[Any] | None = None
+    ) -> SemConnection:
         """Like ``DuckDBPyConnection.execute``: the statement runs, its result waits for
-        ``fetch*`` (a result not read to its end is discarded by the next statement)."""
+        ``fetch*`` (a result not read to its end is discarded by the next statement). A
+        statement that fails aborts the transaction it ran in, as DuckDB's ``execute`` does
+        (binding and settings errors included)."""
         self.discard_results()
+        try:
+            return self._execute(query, parameters)
+        except SemError as err:  # DuckDB aborted the transaction for its own errors already
+            abort_user_transaction(self._con, err)
+            raise
+
+    def _execute(
+        self, query: str | duckdb.Statement, parameters: Sequence[Any] | None
+    ) -> SemConnection:
+        if isinstance(query, duckdb.Statement):  # from duckdb.extract_statements
+            if not self._router.is_semantic(query.query):  # DuckDB's own, as it is
+                run = self.translating(call_in_caller_scope)
+                run(self._con.execute, query, parameters, scan=query.query)
+                self._raw_pending = True
+                return self
+            query = query.query
         query = normalize_aliases(query, models=self.models.names())
         explained = self._maybe_explain(query)
         if explained is not None:
@@ -184,12 +222,17 @@ class SemConnection:
             self._con.execute(self.model_statement(model))
             self._raw_pending = True
             return self
-        statement = self._sources.open(_numbered(query, parameters), pin=True)
+        numbered = _numbered(query, parameters)
+        statement = self._sources.open(
+            numbered, pin=True, caller=self._router.is_semantic(numbered)
+        )
         route = self.route(statement, parameters)
         if route.planned is not None:
             self._pending = self.stream_planned(route.statement, route=route)
             return self
-        self.translating(self._con.execute)(route.sql, parameters)
+        self._sources.release_caller(statement)
+        run = self.translating(call_in_caller_scope)
+        run(self._con.execute, route.sql, parameters, scan=route.sql)
         self._raw_pending = True
         return self
 
@@ -233,22 +276,28 @@ class SemConnection:
             warnings.filterwarnings("ignore", message="Arrow output on a DB-API result")
             return self.translating(self._con.to_arrow_reader)(batch_size)
 
-    def df(self) -> Any:
-        if self._pending is not None:
-            return self.translating(self._pending.relation)().df()  # DuckDB's conversion
-        return self.translating(self._con.df)()
+    def df(self, *, date_as_object: bool = False) -> Any:
+        if self._pending is not None:  # DuckDB's conversion
+            return self.translating(self._pending.relation)().df(date_as_object=date_as_object)
+        return self.translating(self._con.df)(date_as_object=date_as_object)
 
-    fetchdf = df
+    fetchdf = fetch_df = df
 
     def table(self, name: str) -> SemRelation:
         """A table, view or caller-scope DataFrame as a relation with ``sem_*`` methods."""
-        return SemRelation.of_table(self, name)
+        return self.translating(SemRelation.of_table)(self, name)  # type: ignore[no-any-return]
 
     def from_df(self, df: Any) -> SemRelation:
-        return SemRelation.of_object(self, df)
+        return SemRelation.of_relation(self, self.translating(self._con.from_df)(df), alias="df")
 
     def from_arrow(self, table: Any) -> SemRelation:
-        return SemRelation.of_object(self, table)
+        rel = self.translating(self._con.from_arrow)(table)
+        return SemRelation.of_relation(self, rel, alias="df")
+
+    def register(self, name: str, obj: Any) -> SemConnection:
+        """DuckDB's ``register``; a ``SemRelation`` is registered as its DuckDB relation."""
+        self._con.register(name, obj.relation if isinstance(obj, SemRelation) else obj)
+        return self
 
     @property
     def description(self) -> Any:
@@ -277,9 +326,13 @@ class SemConnection:
         """Run ``query`` and read every row of its result, keeping none (all its LLM work is
         done): what ``EXPLAIN ANALYZE SEMANTIC`` and a dry run do with a statement."""
         self.execute(query)
-        with contextlib.suppress(duckdb.Error):  # a statement without a result
+        try:
             while self.fetchmany(2048):  # a planned result runs its SEUs as it is read
                 pass
+        except SemError:
+            raise
+        except duckdb.Error:  # a statement without a result
+            pass
 
     def dry_run(self, query: str) -> DryRun:
         """Run ``query`` once on a dry twin of this connection: same database and SQL road,
@@ -323,7 +376,8 @@ class SemConnection:
             return attr
 
         def call(*args: Any, **kwargs: Any) -> Any:
-            value = self.translating(attr)(*args, **kwargs)
+            scan = args[0] if args and isinstance(args[0], str) else None  # SQL it may run
+            value = self.translating(call_in_caller_scope)(attr, *args, scan=scan, **kwargs)
             if isinstance(value, duckdb.DuckDBPyRelation):
                 return SemRelation(value, self)
             return value
@@ -364,13 +418,22 @@ class SemConnection:
         """LLM usage of the last query: virtual and physical calls and tokens, cache hits."""
         return self.session.query.stats()
 
-    def query_progress(self) -> Any:
+    def query_progress(self) -> float:
+        """As DuckDB's: the running query's percentage done (-1 when there is none); for a
+        planned query the share of its driving rows the SEU loop has processed."""
+        run: Any = self.session.query.run
+        progress = None if run is None else run.progress()
+        if progress is not None and progress.rows_total and not progress.finished:
+            return 100.0 * float(progress.fraction)
+        return float(self._con.query_progress())
+
+    def semantic_progress(self) -> QueryProgress:
         """The running (or last) planned query's progress at its latest SEU boundary:
         a ``runtime.QueryProgress`` (batches done, rows out, estimated remaining cost)."""
-        run = self.session.query.run
+        run: Any = self.session.query.run
         if run is None:
             return QueryProgress()
-        return run.progress()  # type: ignore[attr-defined]
+        return run.progress()  # type: ignore[no-any-return]
 
     def explain_semantic(self, query: str, *, analyze: bool = False, verbose: bool = False) -> str:
         """``EXPLAIN [ANALYZE] SEMANTIC query`` as text (see :mod:`duckdb_sem.session.explain`)."""
@@ -512,6 +575,7 @@ class SemConnection:
             if stream is not None:
                 stream.close()
         self._pending = self._open = None
+        settle(self._con)  # a failed statement's transaction DuckDB refused to end then
         if self._raw_pending:
             self._raw_pending = False
             with contextlib.suppress(duckdb.Error):  # nothing left to abort
@@ -596,6 +660,8 @@ class SemConnection:
         def call(*args: Any, **kwargs: Any) -> Any:
             try:
                 return fn(*args, **kwargs)
+            except SemError:
+                raise  # ours already (a duckdb.Error too)
             except duckdb.Error as err:
                 cause = self.session.last_error
                 if cause is not None:

@@ -28,6 +28,7 @@ from sqlglot import exp
 from duckdb_sem.errors import BindError, UnknownColumnError
 from duckdb_sem.llm.call_options import CallOptions, examples_option
 from duckdb_sem.llm.prompts import check_labels
+from duckdb_sem.session.caller_scope import HandsOver, call_in_caller_scope
 from duckdb_sem.session.chain import Chain, ChainSource, quote_name
 from duckdb_sem.session.protocol import Session
 from duckdb_sem.session.result import PlannedStream, duckdb_errors
@@ -42,7 +43,7 @@ _TRANSLATED = {"fetchall", "fetchone", "fetchmany", "arrow", "df", "fetchdf", "p
                "write_csv", "write_parquet", "to_df", "create", "insert"}  # fmt: skip
 
 
-class SemRelation:
+class SemRelation(HandsOver):
     """A relation of a ``Session``; see the module docstring."""
 
     def __init__(
@@ -68,24 +69,29 @@ class SemRelation:
     # -- construction ------------------------------------------------------------------------
     @classmethod
     def of_table(cls, owner: Session, name: str) -> SemRelation:
-        """``con.table(name)``: a table, view, or DataFrame/Arrow object in the caller's scope."""
-        sources = owner.sources
-        keep = sources.hold(sources.caller_objects(f"SELECT * FROM {name}"))
+        """``con.table(name)``: DuckDB's relation of a table, view, file or caller-scope
+        variable (looked up from the caller's scope, as by ``duckdb.connect()``), with the
+        ``sem_*`` methods; a table relation still takes ``insert``/``update``."""
+        rel = call_in_caller_scope(owner.duckdb.table, name, scan=name)
+        if owner.sources.caller_objects(f"SELECT * FROM {name}"):  # not the catalog's
+            return cls.of_relation(owner, rel, alias=name)
         try:
             table = exp.to_table(name, dialect="duckdb")
-            ref = table.sql(dialect="duckdb")
-            columns = owner.duckdb.execute(f"SELECT * FROM {ref} LIMIT 0").description or []
-        except (duckdb.Error, sqlglot.errors.SqlglotError) as err:  # bad name, missing table
-            raise BindError(f"unknown table {name!r}: {err}") from None
-        source = ChainSource(ref, table.name, tuple(d[0] for d in columns))
-        return cls(None, owner, chain=Chain((source,)), keep=keep)
+        except sqlglot.errors.SqlglotError:  # a file path DuckDB reads, not a table name
+            return cls.of_relation(owner, rel, alias=name)
+        source = ChainSource(table.sql(dialect="duckdb"), table.name, tuple(rel.columns))
+        return cls(rel, owner, chain=Chain((source,)))
 
     @classmethod
-    def of_object(cls, owner: Session, obj: object, alias: str = "df") -> SemRelation:
-        """A relation over a DataFrame or Arrow object (``con.from_df``, ``con.from_arrow``)."""
-        name = owner.sources.unique_name("obj")
-        keep = owner.sources.hold({name: obj})
-        return cls.of_table(owner, name)._with(keep=keep).set_alias(alias)
+    def of_relation(
+        cls, owner: Session, rel: duckdb.DuckDBPyRelation, *, alias: str
+    ) -> SemRelation:
+        """DuckDB's relation ``rel`` (``con.from_df``, ``con.from_arrow``, a variable), whose
+        ``sem_*`` chains read it by a registered name and name its columns ``{alias.col}``."""
+        name = owner.sources.unique_name("rel")
+        keep = owner.sources.hold({name: rel})
+        source = ChainSource(quote_name(name), alias, tuple(rel.columns))
+        return cls(rel, owner, chain=Chain((source,)), keep=keep)
 
     def _with(self, *, chain: Chain | None = None, keep: object = None) -> SemRelation:
         """A new relation with ``chain`` (not yet run) or, keeping this one's, more ``keep``."""
@@ -335,7 +341,7 @@ class SemRelation:
         target = self._target()
         if target._rel is not None:
             return list(target._rel.columns)
-        return list(target._schema().names)
+        return list(target._arrow_schema().names)
 
     @property
     def types(self) -> list[Any]:
@@ -351,7 +357,7 @@ class SemRelation:
             return list(target._rel.description)
         return list(target.limit(0).relation.description)
 
-    def _schema(self) -> pa.Schema:
+    def _arrow_schema(self) -> pa.Schema:
         """The result's schema; a planned query is run with LIMIT 0 (no LLM call)."""
         stream = self._owner.stream_planned(with_limit(self.sql_query(), 0, 0))
         schema: pa.Schema = stream.schema
@@ -382,7 +388,11 @@ class SemRelation:
             return self._rewrap(self.relation.order(order_expr))
         return self._over(f"SELECT * FROM ({self.sql_query()}) AS rel ORDER BY {order_expr}")
 
-    sort = order
+    def sort(self, *args: Any) -> SemRelation:
+        """DuckDB's ``sort``: one or more keys (a key with a semantic call as in :meth:`order`)."""
+        if len(args) == 1 or _semantic(*args):
+            return self.order(", ".join(str(a) for a in args) if len(args) > 1 else args[0])
+        return self._rewrap(self.relation.sort(*args))
 
     def _over(self, sql: str) -> SemRelation:
         """The relation of ``sql`` (over this one), holding what this one holds."""
@@ -408,7 +418,34 @@ class SemRelation:
         chain = self._open_chain()
         if len(chain.sources) != 1 or chain.where or chain.maps:
             return self._rewrap(self.relation.set_alias(alias))
-        return self._with(chain=Chain((dataclasses.replace(chain.sources[0], alias=alias),)))
+        renamed = Chain((dataclasses.replace(chain.sources[0], alias=alias),))
+        if self._rel is None:
+            return self._with(chain=renamed)
+        rel = SemRelation(self._rel.set_alias(alias), self._owner, chain=renamed)
+        rel._keep = self._keep
+        return rel
+
+    @property
+    def alias(self) -> str:
+        """The relation's name (``{alias.col}`` in templates of a chain of one source)."""
+        chain = self._chain
+        if chain is not None and len(chain.sources) == 1 and not (chain.where or chain.maps):
+            return chain.sources[0].alias
+        return str(self.relation.alias)
+
+    # -- handed to DuckDB and Python as DuckDB's relations are ---------------------------------
+    def __arrow_c_stream__(self, requested_schema: object | None = None) -> Any:
+        """The rows through the Arrow PyCapsule interface (``pa.table(rel)``, polars, ...)."""
+        return self.to_arrow_reader().__arrow_c_stream__(requested_schema)
+
+    def __len__(self) -> int:
+        return len(self.relation)
+
+    def __contains__(self, name: str) -> bool:
+        return name in self.relation
+
+    def __getitem__(self, name: str) -> SemRelation:
+        return self._rewrap(self.relation[name])
 
     def _wrap(self, value: Any) -> Any:
         if isinstance(value, duckdb.DuckDBPyRelation):
@@ -425,7 +462,9 @@ class SemRelation:
         if name in _TRANSLATED:
             return self._owner.translating(attr)
         if callable(attr):
-            return lambda *args, **kwargs: self._wrap(attr(*args, **kwargs))
+            return lambda *args, **kwargs: self._wrap(
+                attr(*map(_duckdb_side, args), **{k: _duckdb_side(v) for k, v in kwargs.items()})
+            )
         return attr
 
     def __repr__(self) -> str:
@@ -456,6 +495,12 @@ class _Cursor:
         else:
             out, self._rows = self._rows[:n], self._rows[n:]
         return out
+
+
+def _duckdb_side(value: Any) -> Any:
+    """An argument of a DuckDB relation method: a ``SemRelation`` (``join``, ``union``, ...)
+    as its DuckDB relation."""
+    return value.relation if isinstance(value, SemRelation) else value
 
 
 def _semantic(*parts: Any) -> bool:

@@ -2,11 +2,14 @@
 
 Before a statement is bound, :meth:`SourceRegistry.open`
 
-1. registers pandas DataFrames, Arrow tables/readers and other Arrow streams that the statement
-   names and that live in the *caller's* scope (the first frame outside duckdb-sem), as DuckDB's
-   replacement scans do for SQL run in the same frame. Our binding and plan executor query DuckDB
-   from inside this package, where DuckDB's own lookup would not see the caller's variables.
-   Catalog tables and views win over Python variables, as in DuckDB;
+1. registers what the statement names that lives in the *caller's* scope (the first frame outside
+   duckdb-sem) and DuckDB would scan (DataFrames, Arrow objects, relations, numpy arrays and
+   dicts of them), when the statement has a semantic call: our binding and plan executor query
+   DuckDB from inside this package, where DuckDB's own lookup would not see the caller's
+   variables. Catalog tables and views win over Python variables, as in DuckDB, and nothing is
+   registered where ``enable_external_access`` is off (DuckDB then reads no caller variable).
+   A statement DuckDB runs alone is not registered for: it is handed to DuckDB from the caller's
+   scope (:mod:`.caller_scope`), and DuckDB finds the variables itself;
 2. replaces each semantic table function (``surface.table_functions``) by a registered
    :class:`~duckdb_sem.runtime.table_sources.LazyArrowSource`. An input query with a semantic
    call is described when the statement is opened and read (bound and optimized as a query of
@@ -15,6 +18,9 @@ Before a statement is bound, :meth:`SourceRegistry.open`
 
 Registrations live as long as the :class:`Statement` (held by the relation the statement
 returned, or until the next ``execute``); they are dropped at the start of a later statement.
+The caller's variables are released (:meth:`SourceRegistry.release_caller`) before a statement
+off the planner goes to DuckDB, so DuckDB holds them as for its own statements, and a variable
+the caller deleted is not read by a later statement.
 A planned statement's are set aside (unregistered) between its planning and its run and
 registered again only while it runs (:meth:`SourceRegistry.set_aside`, ``bring_back``), so
 ``SHOW TABLES`` never lists them.
@@ -25,7 +31,6 @@ from __future__ import annotations
 import contextlib
 import itertools
 import re
-import sys
 import weakref
 from collections.abc import Callable, Iterable, Iterator
 from types import FrameType
@@ -41,6 +46,7 @@ from duckdb_sem.runtime import similarity as sim
 from duckdb_sem.runtime import table_sources as ts
 from duckdb_sem.runtime.blocking import embeddings_of
 from duckdb_sem.runtime.ranking import explain_line
+from duckdb_sem.session.caller_scope import HandsOver, caller_frame
 from duckdb_sem.session.protocol import Session
 from duckdb_sem.session.statements import registered
 from duckdb_sem.surface.bind import has_semantic_call, parse_statement
@@ -52,22 +58,11 @@ from duckdb_sem.surface.table_functions import (
     rewrite_table_functions,
 )
 
-__all__ = ["SourceRegistry", "Statement", "caller_frame", "is_arrow_like"]
+__all__ = ["SourceRegistry", "Statement", "caller_frame", "is_arrow_like", "is_scannable"]
 
 _WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _serials = itertools.count(1)
-_OURS = {"duckdb_sem", "duckdb"}
-
-
-def caller_frame() -> FrameType | None:
-    """The innermost frame whose code is not duckdb-sem's (nor DuckDB's)."""
-    frame: FrameType | None = sys._getframe(1)
-    while frame is not None:
-        module = str(frame.f_globals.get("__name__", ""))
-        if not module.startswith(("duckdb_sem.", "duckdb.")) and module not in _OURS:
-            return frame
-        frame = frame.f_back
-    return None
+_FRAME_MODULES = {"pandas", "polars"}
 
 
 def is_arrow_like(obj: object) -> bool:
@@ -77,9 +72,20 @@ def is_arrow_like(obj: object) -> bool:
     if isinstance(obj, pa.Table | pa.RecordBatch | pa.RecordBatchReader):
         return True
     cls = type(obj)
-    if cls.__name__ == "DataFrame" and cls.__module__.split(".")[0] in {"pandas", "polars"}:
+    if cls.__name__ in {"DataFrame", "LazyFrame", "Series"}:
+        return cls.__module__.split(".")[0] in _FRAME_MODULES
+    return hasattr(obj, "__arrow_c_stream__") or hasattr(obj, "__arrow_c_array__")
+
+
+def is_scannable(obj: object) -> bool:
+    """Objects DuckDB's replacement scan reads as a table: :func:`is_arrow_like` ones, DuckDB
+    relations, numpy arrays of one or two dimensions, and dicts or lists of numpy arrays."""
+    if isinstance(obj, duckdb.DuckDBPyRelation) or is_arrow_like(obj):
         return True
-    return hasattr(obj, "__arrow_c_stream__")
+    if type(obj).__module__ == "numpy" and type(obj).__name__ == "ndarray":
+        return getattr(obj, "ndim", 0) in (1, 2)
+    values = obj.values() if isinstance(obj, dict) else obj if isinstance(obj, list) else None
+    return bool(values) and all(type(v).__name__ == "ndarray" for v in values or ())
 
 
 class Statement:
@@ -91,6 +97,8 @@ class Statement:
         self.serial = serial
         #: what it registered, by name (set aside between its planning and its run)
         self.objects: dict[str, object] = {}
+        #: the names of :attr:`objects` that are the caller's variables
+        self.caller: list[str] = []
         self.aside = False
         #: lines its table functions add to ``EXPLAIN SEMANTIC`` (a ranking's method and bound)
         self.notes: list[str] = []
@@ -122,9 +130,17 @@ class SourceRegistry:
         self._pinned: Statement | None = None
         self._tf = itertools.count(1)
 
-    def open(self, sql: str, *, pin: bool = False, tree: exp.Expr | None = None) -> Statement:
+    def open(
+        self,
+        sql: str,
+        *,
+        pin: bool = False,
+        tree: exp.Expr | None = None,
+        caller: bool = True,
+    ) -> Statement:
         """Register what ``sql`` reads from Python and rewrite its table functions
-        (``tree``: the AST of ``sql``, when the caller parsed it)."""
+        (``tree``: the AST of ``sql``, when the caller parsed it; ``caller``: register the
+        caller's variables it names, which a statement DuckDB runs alone does not need)."""
         statement = self._new(sql)
         statement._tree = tree
         if has_table_function(sql):
@@ -132,8 +148,10 @@ class SourceRegistry:
                 sql, lambda call, _alias: self._open_call(statement, call), tree=statement.tree()
             )
         # after the rewrite: a sem_join's inputs are then subqueries of the statement
-        for name, obj in self.caller_objects(statement.sql, statement).items():
+        found = self.caller_objects(statement.sql, statement) if caller else {}
+        for name, obj in found.items():
             self._register(statement, name, obj)
+            statement.caller.append(name)
         if pin:
             self._pinned = statement
         return statement
@@ -168,6 +186,18 @@ class SourceRegistry:
         self._owner.duckdb.register(name, obj)
         self._owners[name] = statement.serial
         statement.objects[name] = obj
+
+    def release_caller(self, statement: Statement) -> None:
+        """Unregister the caller's variables ``statement`` registered: it goes to DuckDB from
+        the caller's scope now, where DuckDB finds and holds them itself."""
+        for name in statement.caller:
+            statement.objects.pop(name, None)
+            if self._owners.get(name) == statement.serial:
+                del self._owners[name]
+                if not statement.aside:
+                    with contextlib.suppress(duckdb.Error):
+                        self._owner.duckdb.unregister(name)
+        statement.caller.clear()
 
     def set_aside(self, statement: Statement) -> None:
         """Unregister what ``statement`` registered until it runs (:meth:`bring_back`), so a
@@ -217,23 +247,32 @@ class SourceRegistry:
         for word in dict.fromkeys(_WORD.findall(sql)):
             for scope in scopes:
                 if word in scope:
-                    if is_arrow_like(scope[word]):
-                        found[word] = scope[word]
+                    value = scope[word]
+                    if isinstance(value, HandsOver) or is_scannable(value):
+                        found[word] = value
                     break
-        if not found:
-            return found
+        if not found or not self._external_access():
+            return {}
         tables = _table_names(statement.tree_or_none())
-        return {
+        read = {
             name: obj
             for name, obj in found.items()
             if (tables is None or name.lower() in tables)
             and (name in self._owners or not self._in_catalog(name))
         }
+        # a SemRelation is read as its DuckDB relation (asked for only when SQL reads it)
+        return {n: o.relation if isinstance(o, HandsOver) else o for n, o in read.items()}
+
+    def _external_access(self) -> bool:
+        """DuckDB's ``enable_external_access``: off, no caller variable is read, as in DuckDB."""
+        # sql(), not execute(): the DB-API result a caller has not read yet stays
+        rows = self._owner.duckdb.sql("SELECT current_setting('enable_external_access')").fetchall()
+        return bool(rows and rows[0][0])
 
     def _in_catalog(self, name: str) -> bool:
-        rows = self._owner.duckdb.execute(
+        rows = self._owner.duckdb.sql(
             "SELECT 1 FROM information_schema.tables WHERE lower(table_name) = lower(?) LIMIT 1",
-            [name],
+            params=[name],
         ).fetchall()
         return bool(rows)
 

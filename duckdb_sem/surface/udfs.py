@@ -203,8 +203,9 @@ class SemSession:
         for name, body in peer_macros(udfs):
             self._define(name, f"CREATE OR REPLACE {self._temp}MACRO {name}{body}")
         try:
-            self.con.execute("ATTACH IF NOT EXISTS ':memory:' AS ai")
-            found = self.con.execute(
+            # con.sql: DDL that leaves no DB-API result (a fresh connection holds none)
+            self.con.sql("ATTACH IF NOT EXISTS ':memory:' AS ai")
+            found = self.con.sql(
                 "SELECT coalesce(path, '') FROM duckdb_databases() WHERE database_name = 'ai'"
             ).fetchall()
             path = str(found[0][0]) if found else ""
@@ -213,7 +214,7 @@ class SemSession:
                          "attached (%s); ai_if(...) works", path)  # fmt: skip
                 return
             for name, body in catalog_macros("ai"):
-                self.con.execute(f"CREATE OR REPLACE MACRO {name}{body}")
+                self.con.sql(f"CREATE OR REPLACE MACRO {name}{body}")
         except duckdb.Error as err:  # a read-only database, a catalog of the user's named ai
             log.info("BigQuery's AI.IF ... are not installed (%s); ai_if(...) works", err)
 
@@ -256,11 +257,11 @@ class SemSession:
         """Create every recorded macro in ``con`` (a cursor served by a shared session)."""
         with self._define_lock:
             for sql in self.macros.values():
-                con.execute(sql)
+                con.sql(sql)
 
     def _define(self, name: str, sql: str) -> None:
         self.macros[name] = sql
-        self._macro_connection().execute(sql)
+        self._macro_connection().sql(sql)  # no DB-API result: a pending one stays the user's
 
     def _macro_connection(self) -> duckdb.DuckDBPyConnection:
         """Where a new macro is created (a shared session: the calling thread's cursor)."""

@@ -150,7 +150,7 @@ def test_an_interrupt_stops_a_query_whose_rest_needs_no_request() -> None:
     con.execute("CREATE TABLE t AS SELECT 'r' || (i % 4)::VARCHAR AS txt FROM range(20000) t(i)")
     rel = con.sql("SELECT txt, sem_filter('{txt} ok') AS ok FROM t")
     first = rel.fetchmany(1)  # the first SEU asked the 4 distinct rows; the rest are memo hits
-    assert len(first) == 1 and 0 < con.query_progress().rows_done < 20000
+    assert len(first) == 1 and 0 < con.semantic_progress().rows_done < 20000
     con.interrupt()
     with pytest.raises(QueryCancelledError):
         rel.fetchall()

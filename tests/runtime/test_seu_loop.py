@@ -115,10 +115,10 @@ def test_scheduler_sees_the_estimated_remaining_cost(drift: duckdb_sem.SemConnec
 
 
 def test_query_progress_on_the_connection(drift: duckdb_sem.SemConnection) -> None:
-    assert drift.query_progress().batches_done == 0
+    assert drift.semantic_progress().batches_done == 0
     drift.runtime = _options("adaptive")
     drift.sql(SQL).fetchall()
-    progress = drift.query_progress()
+    progress = drift.semantic_progress()
     assert progress.finished and progress.batches_done == ROWS // 50 and progress.rows_out == 30
 
 
@@ -134,7 +134,7 @@ def test_results_stream_lazily(drift: duckdb_sem.SemConnection) -> None:
     first = reader.read_next_batch().num_rows
     assert first in (0, 1000)
     assert first == 1000 or reader.read_next_batch().num_rows == 1000
-    assert drift.query_progress().batches_done < 20
+    assert drift.semantic_progress().batches_done < 20
 
 
 def test_temp_tables_fall_back_to_the_main_connection(drift: duckdb_sem.SemConnection) -> None:
@@ -173,7 +173,7 @@ def test_joins_run_batch_by_batch_on_the_largest_table(drift: duckdb_sem.SemConn
     drift.optimize = True
     drift.runtime = _options("adaptive")
     assert sorted(drift.sql(sql).fetchall()) == expected
-    assert drift.query_progress().rows_total == ROWS
+    assert drift.semantic_progress().rows_total == ROWS
 
 
 def test_empty_input_keeps_the_schema(drift: duckdb_sem.SemConnection) -> None:
