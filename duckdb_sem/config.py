@@ -11,6 +11,10 @@ variable                        default                     meaning
                                                             ``http://127.0.0.1:7300``
 ``DUCKDB_SEM_SCHEDULER_IDLE``   ``300``                     seconds a ``local`` sidecar waits idle
                                                             before it exits
+``DUCKDB_SEM_SCHEDULER_TOKEN``  (none; ``serve``: made)     token a sidecar client sends when its URL
+                                                            has none; ``duckdb-sem serve --token``
+``DUCKDB_SEM_SCHEDULER_OPERATOR_TOKEN``  (made by serve)    ``serve --operator-token``: sees and
+                                                            cancels every client's queries
 ``DUCKDB_SEM_BATCH_SIZE``       ``64``                      rows per SEU (one batch of LLM work)
 ``DUCKDB_SEM_POLICY``           ``srtf``                    in-process scheduling policy
 ``DUCKDB_SEM_RUNTIME``          ``adaptive``                planned queries: adaptive, static, static-best,
@@ -67,6 +71,7 @@ __all__ = [
     "parse_bool",
     "parse_cache",
     "parse_models",
+    "scheduler_token",
 ]
 
 ENV_PREFIX = "DUCKDB_SEM_"
@@ -84,6 +89,10 @@ ENV_VARS = {
     "DUCKDB_SEM_SCHEDULER": "local, inprocess, or a sidecar scheduler URL (default: local for "
     "llama:, in process otherwise)",
     "DUCKDB_SEM_SCHEDULER_IDLE": "seconds a local sidecar waits idle before it exits (default 300)",
+    "DUCKDB_SEM_SCHEDULER_TOKEN": "token a sidecar client sends when DUCKDB_SEM_SCHEDULER's URL "
+    "has none; duckdb-sem serve: the client token it requires (default: generated)",
+    "DUCKDB_SEM_SCHEDULER_OPERATOR_TOKEN": "duckdb-sem serve: the operator token, which sees and "
+    "cancels every client's queries (default: generated)",
     "DUCKDB_SEM_BATCH_SIZE": "rows per SEU (default 64)",
     "DUCKDB_SEM_POLICY": "in-process scheduling policy (default srtf)",
     "DUCKDB_SEM_RUNTIME": "runtime of planned queries (default adaptive)",
@@ -219,6 +228,12 @@ def _float_env(name: str, default: float) -> float:
         return float(raw) if raw else default
     except ValueError:
         raise ConfigError(f"{name}={raw!r} is not a number; set it to e.g. {default}") from None
+
+
+def scheduler_token() -> str:
+    """``DUCKDB_SEM_SCHEDULER_TOKEN``: the token a sidecar client sends when its URL has none
+    (``""``: none)."""
+    return os.environ.get("DUCKDB_SEM_SCHEDULER_TOKEN", "").strip()
 
 
 def default_cache_path() -> Path:

@@ -10,12 +10,20 @@ Give ``--backend`` several times for replicas of one model (e.g. two vLLM server
 (an instruction stays on the replica whose prefix cache holds it, within a load bound).
 ``--listen unix:/path/sem.sock`` serves on a unix socket. ``--idle-exit SECONDS`` exits after
 that long without a request (``DUCKDB_SEM_SCHEDULER=local`` starts it so).
+
+A TCP sidecar requires a token on every request (:mod:`duckdb_sem.scheduler.sidecar_auth`):
+``--token`` (clients) and ``--operator-token`` (sees and cancels every client's queries), each
+generated unless given, written to ``--token-file`` (mode 0600; by default
+``$TMPDIR/duckdb-sem-<uid>/sidecar-<port>.token``). The start line prints the URL clients use,
+with a generated client token in it; a token given is never printed. A unix socket needs no
+token (only its user's processes are served) unless one is given.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import logging
+import os
 import signal
 import sys
 import threading
@@ -24,14 +32,17 @@ from types import FrameType
 
 import click
 
+from duckdb_sem.backends.cpu_turns import lock_dir
 from duckdb_sem.backends.registry import create_backend
 from duckdb_sem.config import Settings, default_cache_path
 from duckdb_sem.scheduler.admission import ReplicaLimits
 from duckdb_sem.scheduler.core import Scheduler
 from duckdb_sem.scheduler.placement import PLACEMENTS, make_placement
 from duckdb_sem.scheduler.policies import POLICIES, make_policy
+from duckdb_sem.scheduler.safe_paths import open_own_file, private_folder
 from duckdb_sem.scheduler.shared import open_cache
-from duckdb_sem.scheduler.sidecar_server import SidecarServer
+from duckdb_sem.scheduler.sidecar_auth import SidecarTokens
+from duckdb_sem.scheduler.sidecar_server import SidecarServer, parse_listen
 
 __all__ = ["serve"]
 
@@ -99,6 +110,25 @@ log = logging.getLogger(__name__)
     default=None,
     help="Exit after this many seconds without a request [default: never].",
 )
+@click.option(
+    "--token",
+    envvar="DUCKDB_SEM_SCHEDULER_TOKEN",
+    default=None,
+    help="The client token every request must carry [TCP: generated; unix: none].",
+)
+@click.option(
+    "--operator-token",
+    envvar="DUCKDB_SEM_SCHEDULER_OPERATOR_TOKEN",
+    default=None,
+    help="The token that sees and cancels every client's queries [generated].",
+)
+@click.option(
+    "--token-file",
+    type=click.Path(dir_okay=False, path_type=Path),
+    default=None,
+    help="Where the tokens are written, mode 0600 "
+    "[$TMPDIR/duckdb-sem-<uid>/sidecar-<port>.token; unix: <socket>.token].",
+)
 def serve(
     backends: tuple[str, ...],
     listen: str,
@@ -111,8 +141,18 @@ def serve(
     max_inflight_requests: int | None,
     max_inflight_tokens: int | None,
     idle_exit: float | None,
+    token: str | None,
+    operator_token: str | None,
+    token_file: Path | None,
 ) -> None:
     """Run the scheduler sidecar: one queue, one cache and fusion for every client."""
+    where = parse_listen(listen)
+    tokens = None
+    if not isinstance(where, str) or token or operator_token:
+        try:
+            tokens = SidecarTokens.make(token or None, operator_token or None)
+        except ValueError:
+            raise click.UsageError("--token and --operator-token must differ") from None
     built = [create_backend(spec) for spec in backends]
     limits = [
         ReplicaLimits.for_backend(
@@ -136,7 +176,7 @@ def serve(
         limits=limits,
         placement=make_placement(placement, load_factor=load_factor),
     )
-    server = SidecarServer(scheduler, listen)
+    server = SidecarServer(scheduler, listen, tokens=tokens)
     stop = threading.Event()
 
     def _stop(signum: int, frame: FrameType | None) -> None:
@@ -150,11 +190,24 @@ def serve(
             target=_exit_when_idle, args=(server, idle_exit, stop), name="sem-idle", daemon=True
         ).start()
     described = "; ".join(b.describe() for b in built)
+    shown = server.url
+    if tokens is not None:
+        written = _write_tokens(tokens, token_file or _token_file(server.url), server.url)
+        if not token:  # made here: the operator learns it from this line (or the file)
+            shown = shown.replace("://", f"://:{tokens.client}@", 1)
     click.echo(
-        f"duckdb-sem scheduler listening on {server.url} (policy {policy}, "
+        f"duckdb-sem scheduler listening on {shown} (policy {policy}, "
         f"placement {placement}, {len(built)} replica(s): {described}, cache {cache_path or 'off'})",
         err=True,
     )
+    if tokens is not None:
+        click.echo(
+            f"duckdb-sem scheduler: every request needs a token; the client and operator "
+            f"tokens are in {written} (mode 0600). Clients: DUCKDB_SEM_SCHEDULER="
+            f"{server.url.replace('://', '://:TOKEN@', 1)} or DUCKDB_SEM_SCHEDULER_TOKEN; the "
+            "operator token sees and cancels every client's queries (duckdb-sem top)",
+            err=True,
+        )
     sys.stderr.flush()
     stop.wait()
     click.echo("duckdb-sem scheduler: shutting down", err=True)
@@ -162,6 +215,28 @@ def serve(
     scheduler.close()
     for backend in built:
         backend.close()
+
+
+def _token_file(url: str) -> Path:
+    """The default token file: beside a unix socket, else in the user's private folder."""
+    if url.startswith("unix://"):
+        return Path(url.removeprefix("unix://") + ".token")
+    port = url.rpartition(":")[2]
+    return private_folder(lock_dir()) / f"sidecar-{port}.token"
+
+
+def _write_tokens(tokens: SidecarTokens, path: Path, url: str) -> Path:
+    """Write the tokens to ``path`` (mode 0600, never through a symlink), as lines a shell
+    can source."""
+    fd = open_own_file(path, truncate=True)
+    os.fchmod(fd, 0o600)
+    with os.fdopen(fd, "w") as out:
+        out.write(
+            f"# duckdb-sem serve on {url} (pid {os.getpid()})\n"
+            f"DUCKDB_SEM_SCHEDULER_TOKEN={tokens.client}\n"
+            f"DUCKDB_SEM_SCHEDULER_OPERATOR_TOKEN={tokens.operator}\n"
+        )
+    return path
 
 
 #: after retiring its socket, how long a sidecar goes on serving connections already open

@@ -6,6 +6,10 @@ one ``duckdb-sem serve`` on a unix socket in ``$TMPDIR/duckdb-sem-<uid>/``
 (:mod:`.local_paths`): one model in memory, one KV cache, one queue, one result cache, fusion
 across processes. The first process to need it starts it; the others find it.
 
+- **Trust.** The folder is made 0700 and refused (UnsafePathError, naming it) when another
+  user owns it or its mode is wider; the socket, lock and log are never followed through a
+  symlink, and anything but our own socket at the socket path is refused, not removed
+  (:mod:`.safe_paths`). The sidecar serves only its user's processes (``SO_PEERCRED``).
 - **Start.** A process connects to the socket; if nothing listens it takes the start lock
   (``flock``), looks again (a racing process may have started one meanwhile), removes a stale
   socket (a killed sidecar's), and starts ``duckdb-sem serve --listen unix:SOCKET --idle-exit
@@ -41,6 +45,7 @@ from pathlib import Path
 from duckdb_sem.config import Settings
 from duckdb_sem.errors import SidecarError
 from duckdb_sem.scheduler.local_paths import LocalPaths, local_paths, start_lock
+from duckdb_sem.scheduler.safe_paths import open_own_file, private_folder, socket_at
 from duckdb_sem.scheduler.seu import SEU, SEUResult
 from duckdb_sem.scheduler.sidecar_client import SidecarClient
 
@@ -52,6 +57,11 @@ log = logging.getLogger(__name__)
 START_TIMEOUT_S = 300.0
 
 _SERVE = "from duckdb_sem.cli.main import main; main()"
+_NOT_PASSED = (
+    "DUCKDB_SEM_SCHEDULER",
+    "DUCKDB_SEM_SCHEDULER_TOKEN",
+    "DUCKDB_SEM_SCHEDULER_OPERATOR_TOKEN",
+)
 _PACKAGE_ROOT = Path(__file__).resolve().parents[2]  # the folder holding duckdb_sem/
 
 
@@ -76,10 +86,10 @@ class LocalScheduler:
         )
         ensure_server(settings, self.paths)
         try:
-            client = SidecarClient(self.url, hint=hint, on_unreachable=self._restart)
+            client = SidecarClient(self.url, token="", hint=hint, on_unreachable=self._restart)
         except SidecarError:  # it retired between our look and our attach: start another
             ensure_server(settings, self.paths)
-            client = SidecarClient(self.url, hint=hint, on_unreachable=self._restart)
+            client = SidecarClient(self.url, token="", hint=hint, on_unreachable=self._restart)
         self._client = client
         self.backend_id = client.backend_id
         if client.policy and client.policy != settings.policy:
@@ -124,14 +134,18 @@ class LocalScheduler:
 
 
 def ensure_server(settings: Settings, paths: LocalPaths) -> None:
-    """Make sure a sidecar listens on ``paths.socket``, starting one if none does."""
-    if _listening(paths.socket):
+    """Make sure a sidecar listens on ``paths.socket``, starting one if none does.
+
+    Raises UnsafePathError for a folder that is not this user's private one, and for anything
+    at the socket path but a socket of this user's (a symlink included: never followed)."""
+    private_folder(paths.socket.parent)
+    if socket_at(paths.socket, own=True) and _listening(paths.socket):
         return
-    paths.socket.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
     with start_lock(paths.lock):
-        if _listening(paths.socket):  # another process started it while we waited
-            return
-        if paths.socket.exists() or paths.socket.is_symlink():
+        # another process may have started it while we waited
+        if socket_at(paths.socket, own=True):
+            if _listening(paths.socket):
+                return
             log.info("removing the stale local scheduler socket %s", paths.socket)
             paths.socket.unlink(missing_ok=True)
         _start(settings, paths)
@@ -157,12 +171,13 @@ def _start(settings: Settings, paths: LocalPaths) -> None:
     cmd += ["--cache", str(cache.expanduser().resolve()) if cache is not None else "off"]
     if settings.aging_rate is not None:
         cmd += ["--aging-rate", str(settings.aging_rate)]
-    env = {k: v for k, v in os.environ.items() if k != "DUCKDB_SEM_SCHEDULER"}
+    # no token: the 0700 folder and the peer's uid keep other users out
+    env = {k: v for k, v in os.environ.items() if k not in _NOT_PASSED}
     env["DUCKDB_SEM_RETRY_FAILURES"] = "1" if settings.retry_failures else "0"
     env["PYTHONPATH"] = os.pathsep.join(
         p for p in (str(_PACKAGE_ROOT), env.get("PYTHONPATH", "")) if p
     )
-    with open(paths.log, "wb") as log_file:
+    with os.fdopen(open_own_file(paths.log, truncate=True), "wb") as log_file:
         proc = subprocess.Popen(
             cmd,
             stdin=subprocess.DEVNULL,

@@ -4,7 +4,8 @@
 the same work: the same backend spec, result cache file and ``retry_failures`` choice (a
 client asking ``cache='off'`` must not be answered from a cache, nor another file's client
 fill this one). Their hash names the files in the user's private folder,
-``$TMPDIR/duckdb-sem-<uid>/`` (the folder of the CPU turns' locks)::
+``$TMPDIR/duckdb-sem-<uid>/`` (the folder of the CPU turns' locks; mode 0700, and refused when
+another user owns it or its mode is wider: :mod:`.safe_paths`)::
 
     sched-<key>.sock   the sidecar's unix socket
     sched-<key>.lock   flock held while a process starts the sidecar, or one retires it
@@ -22,12 +23,14 @@ import contextlib
 import fcntl
 import hashlib
 import json
+import os
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 from duckdb_sem.backends.cpu_turns import lock_dir
 from duckdb_sem.errors import ConfigError
+from duckdb_sem.scheduler.safe_paths import open_own_file
 
 __all__ = ["LocalPaths", "local_paths", "lock_path_of", "start_lock"]
 
@@ -73,8 +76,9 @@ def lock_path_of(socket_path: Path) -> Path:
 @contextlib.contextmanager
 def start_lock(path: Path, *, wait: bool = True) -> Iterator[bool]:
     """Hold the exclusive start lock at ``path``; yields False (not held) when ``wait`` is
-    False and another process holds it. The kernel drops the lock of a process that dies."""
-    with open(path, "ab") as handle:
+    False and another process holds it. The kernel drops the lock of a process that dies.
+    The file is opened without following a symlink (UnsafePathError)."""
+    with os.fdopen(open_own_file(path), "ab") as handle:
         flags = fcntl.LOCK_EX if wait else fcntl.LOCK_EX | fcntl.LOCK_NB
         try:
             fcntl.flock(handle, flags)

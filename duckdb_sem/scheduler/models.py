@@ -35,6 +35,7 @@ from duckdb_sem.config import Settings
 from duckdb_sem.errors import ConfigError, UnknownModelError
 from duckdb_sem.scheduler.seu import SchedulerClient
 from duckdb_sem.scheduler.shared import is_sidecar_url, scheduler_for
+from duckdb_sem.scheduler.sidecar_auth import split_token
 
 __all__ = ["DEFAULT_MODEL", "ModelInfo", "Models", "check_model_name", "refuse_on_sidecar"]
 
@@ -63,7 +64,7 @@ def refuse_on_sidecar(settings: Settings, name: str) -> None:
     if is_sidecar_url(settings.scheduler_url):
         raise ConfigError(
             f"model {name!r}: named models run in this process, but this connection "
-            f"schedules on the sidecar {settings.scheduler_url}, which serves its one "
+            f"schedules on the sidecar {split_token(str(settings.scheduler_url))[0]}, which serves its one "
             "backend; unset DUCKDB_SEM_SCHEDULER (scheduler=) to use named models"
         )
 

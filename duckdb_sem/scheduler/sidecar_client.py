@@ -6,6 +6,15 @@ returns a future at once and waits on a small thread pool. Connection failures b
 :class:`~duckdb_sem.errors.SidecarError` with the URL and how to fix it; errors raised in the
 sidecar come back as the same class of the error tree.
 
+A sidecar with tokens (every TCP one) needs one on each request: the client sends the token of
+its URL (``http://:TOKEN@host:port`` or ``?token=TOKEN``), else ``DUCKDB_SEM_SCHEDULER_TOKEN``,
+as ``Authorization: Bearer``, and a random session token of its own (``X-Sem-Session``) under
+which the sidecar files its queries (:mod:`.sidecar_auth`). A 401 is a
+:class:`~duckdb_sem.errors.SidecarAuthError` that says how to pass the token. URLs in messages
+never show the token. A unix socket is checked before each connect (:mod:`.safe_paths`): a
+symlink, anything but a socket, or (without a token) another user's socket is an
+UnsafePathError, not a connect.
+
 An SEU may wait long in a busy sidecar's queue, so its POST has no read timeout; instead, while
 SEUs are in flight, a watchdog asks ``/v1/health`` every ``liveness_s / 3`` seconds. A sidecar
 that answers neither a health check nor any SEU for ``liveness_s`` (default
@@ -26,16 +35,21 @@ from __future__ import annotations
 
 import json
 import logging
+import secrets
 import threading
 import time
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
+from pathlib import Path
 
 import httpx
 
-from duckdb_sem.errors import SidecarError
+from duckdb_sem.config import scheduler_token
+from duckdb_sem.errors import SidecarAuthError, SidecarError
 from duckdb_sem.scheduler.protocol import decode_error, decode_result, encode_seu
+from duckdb_sem.scheduler.safe_paths import socket_at
 from duckdb_sem.scheduler.seu import SEU, SEUResult
+from duckdb_sem.scheduler.sidecar_auth import SESSION_HEADER, split_token
 
 __all__ = ["LIVENESS_S", "SidecarClient"]
 
@@ -54,35 +68,47 @@ _HINT = (
 
 
 class SidecarClient:
-    """Thread-safe; one per process and URL is enough (``scheduler_for`` shares it)."""
+    """Thread-safe; one per process and URL is enough (``scheduler_for`` shares it).
+
+    ``token``: the sidecar's token when the URL carries none; None (the default) reads
+    ``DUCKDB_SEM_SCHEDULER_TOKEN``, ``""`` sends none."""
 
     def __init__(
         self,
         url: str,
         *,
+        token: str | None = None,
         connect_timeout: float = 5.0,
         workers: int = 64,
         liveness_s: float = LIVENESS_S,
         hint: str = _HINT,
         on_unreachable: Callable[[], None] | None = None,
     ) -> None:
-        self.url = url
+        url, in_url = split_token(url)
+        self.url = url  # never the token: it goes into messages and logs
+        self._token = in_url or (scheduler_token() if token is None else token)
+        self._token_from = "the URL" if in_url else "DUCKDB_SEM_SCHEDULER_TOKEN"
         self.liveness_s = liveness_s
         self._hint = hint
         self._on_unreachable = on_unreachable
         transport: httpx.HTTPTransport | None = None
         base = url.rstrip("/")
+        self._socket: Path | None = None
         if url.startswith("unix:"):
-            path = url.removeprefix("unix:").removeprefix("//")
-            transport = httpx.HTTPTransport(uds=path)
+            self._socket = Path(url.removeprefix("unix:").removeprefix("//"))
+            transport = httpx.HTTPTransport(uds=str(self._socket))
             base = "http://sidecar"
         elif not url.startswith(("http://", "https://")):
             raise SidecarError(f"scheduler URL {url!r} must start with http:// or unix://")
         limits = httpx.Limits(max_connections=workers, max_keepalive_connections=workers)
+        headers = {SESSION_HEADER: secrets.token_urlsafe(16)}  # names this client's queries
+        if self._token:
+            headers["Authorization"] = f"Bearer {self._token}"
         self._http = httpx.Client(
             base_url=base,
             transport=transport,
             limits=limits,
+            headers=headers,
             timeout=httpx.Timeout(None, connect=connect_timeout),
         )
         self._pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="sem-sidecar")
@@ -98,8 +124,27 @@ class SidecarClient:
         self.backend_id: str = str(health["backend_id"])
         self.policy: str = str(health.get("policy", ""))
 
-    @staticmethod
-    def _connecting(send: Callable[[], httpx.Response]) -> httpx.Response:
+    def _check_socket(self) -> None:
+        """Refuse a unix socket path that holds a symlink or anything but a socket (without a
+        token: anything but this user's socket), before httpx follows it."""
+        if self._socket is not None:
+            socket_at(self._socket, own=not self._token)
+
+    def _authorized(self, response: httpx.Response) -> httpx.Response:
+        if response.status_code != 401:
+            return response
+        if self._token:
+            what = f"refused the token from {self._token_from}"
+        else:
+            what = "requires a token and none was given"
+        raise SidecarAuthError(
+            f"the scheduler sidecar at {self.url} {what}: pass the token in the URL "
+            "(DUCKDB_SEM_SCHEDULER=http://:TOKEN@HOST:PORT, or ?token=TOKEN) or in "
+            "DUCKDB_SEM_SCHEDULER_TOKEN; `duckdb-sem serve` prints the URL with its token when "
+            "it starts and writes its tokens to its token file (mode 0600)"
+        )
+
+    def _connecting(self, send: Callable[[], httpx.Response]) -> httpx.Response:
         """Send, retrying a failed *connect* a few times with backoff.
 
         A connect that fails never reached the sidecar, so trying again cannot run anything
@@ -107,6 +152,7 @@ class SidecarClient:
         failure, or a sidecar that stays unreachable, is raised at once or after the retries.
         """
         for attempt in range(_CONNECT_ATTEMPTS):
+            self._check_socket()
             try:
                 return send()
             except (httpx.ConnectError, httpx.ConnectTimeout):
@@ -123,7 +169,7 @@ class SidecarClient:
                 f"cannot reach the scheduler sidecar at {self.url} ({type(err).__name__}: {err}); "
                 + self._hint
             ) from None
-        data: dict[str, object] = response.json()
+        data: dict[str, object] = self._authorized(response).json()
         return data
 
     def health(self) -> dict[str, object]:
@@ -233,12 +279,13 @@ class SidecarClient:
                 f"({type(err).__name__}: {err}); it may have died mid-query; " + self._hint
             ) from None
         self._heard = time.monotonic()  # alive: the watchdog counts this as an answer
-        return decode_result(response.content)
+        return decode_result(self._authorized(response).content)
 
     def _first_send(self, send: Callable[[], httpx.Response]) -> httpx.Response:
         """Send; a connect that fails goes to ``on_unreachable`` (if any), then once more."""
         if self._on_unreachable is None:
             return self._connecting(send)
+        self._check_socket()
         try:
             return send()
         except (httpx.ConnectError, httpx.ConnectTimeout):
@@ -253,11 +300,16 @@ class SidecarClient:
 
     def _post(self, path: str, query_id: str) -> None:
         try:
+            self._check_socket()
             response = self._http.post(path, json={"query_id": query_id}, timeout=10.0)
-        except httpx.HTTPError as err:
+        except (httpx.HTTPError, SidecarError) as err:
             log.warning("scheduler sidecar at %s: %s failed: %s", self.url, path, err)
             return
-        if response.status_code != 200:
+        if response.status_code == 401:
+            log.warning(
+                "scheduler sidecar at %s: %s refused: no token, or a wrong one", self.url, path
+            )
+        elif response.status_code != 200:
             log.warning("scheduler sidecar: %s", decode_error(json.loads(response.content)))
 
     def cancel(self, query_id: str) -> None:

@@ -18,7 +18,11 @@ thread blocked on each future cost about half the sidecar's CPU before
 Requests on one connection are answered in order (a pipelining client's second request waits
 for the first's answer). A client that hangs up while its SEU waits (its process died, or it
 closed the connection) has that SEU's query cancelled: the loop sees the end of the stream.
-``activity`` counts requests in flight, for ``serve --idle-exit`` (:mod:`.idle`);
+Who may ask what is :mod:`.sidecar_auth`'s: with tokens, a request without one gets 401, and
+a client's queries are filed under its session's label (it sees and cancels only those); a
+unix socket without tokens is made 0600 and serves only processes of its own user (the peer's
+uid, ``SO_PEERCRED``). ``activity`` counts requests in flight, for ``serve --idle-exit``
+(:mod:`.idle`);
 :meth:`SidecarServer.retire` removes a unix socket so that new clients start another sidecar
 while this one finishes what it has; :meth:`SidecarServer.shutdown` closes the connections
 still open.
@@ -33,11 +37,14 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import email.utils
 import json
 import logging
 import os
 import socket
+import stat
+import struct
 import threading
 import time
 import urllib.parse
@@ -51,14 +58,16 @@ from typing import cast
 
 import httptools
 
-from duckdb_sem.errors import ConfigError, QueryCancelledError, SemError
+from duckdb_sem.errors import ConfigError, QueryCancelledError, SemError, SidecarAuthError
 from duckdb_sem.scheduler.core import Scheduler
 from duckdb_sem.scheduler.idle import Activity
 from duckdb_sem.scheduler.latency import SeuTimes
 from duckdb_sem.scheduler.local_paths import lock_path_of, start_lock
 from duckdb_sem.scheduler.metrics import render_metrics
 from duckdb_sem.scheduler.protocol import decode_seu, encode_error, encode_result
+from duckdb_sem.scheduler.safe_paths import socket_at
 from duckdb_sem.scheduler.seu import SEUResult
+from duckdb_sem.scheduler.sidecar_auth import SESSION_HEADER, Caller, SidecarTokens, visible_status
 
 try:  # libuv's loop: about twice as fast as asyncio's own for many small requests
     import uvloop
@@ -80,6 +89,12 @@ _MAX_BODY = 256 << 20
 #: (a client pipelining without reading its answers must not fill the server's memory)
 _MAX_PIPELINED = 32
 _SERVER = "duckdb-sem-sidecar"
+#: the requests that act on the caller's queries: they need its session token
+_SCOPED = frozenset(("/v1/seu", "/v1/cancel", "/v1/finish"))
+_NO_SESSION = (
+    f"send a session token of your own ({SESSION_HEADER} header): your queries are filed "
+    "under it (duckdb-sem's SidecarClient sends one)"
+)
 #: what a malformed body raises while it is decoded: a 400, not a 500
 _BAD_REQUEST = (ValueError, KeyError, TypeError, IndexError)
 
@@ -107,9 +122,11 @@ def _http_date() -> str:
     return _date[1]
 
 
-def _response(status: int, body: bytes, content_type: str, *, close: bool) -> bytes:
+def _response(
+    status: int, body: bytes, content_type: str, *, close: bool, extra: str = ""
+) -> bytes:
     """Status line, headers and body as one buffer: one write, one packet for small answers."""
-    closing = "Connection: close\r\n" if close else ""
+    closing = ("Connection: close\r\n" if close else "") + extra
     head = (
         f"HTTP/1.1 {status} {HTTPStatus(status).phrase}\r\nServer: {_SERVER}\r\n"
         f"Date: {_http_date()}\r\nContent-Type: {content_type}\r\n"
@@ -124,6 +141,9 @@ class _Request:
     path: str
     body: bytes
     keep_alive: bool
+    authorization: str = ""
+    session: str = ""
+    caller: Caller | None = None  # who sent it, once its token is checked (None: no tokens)
 
 
 class _Connection(asyncio.Protocol):
@@ -137,6 +157,7 @@ class _Connection(asyncio.Protocol):
         self._url = b""
         self._body: list[bytes] = []
         self._size = 0
+        self._headers: dict[bytes, bytes] = {}  # only those auth reads
         self._requests: deque[_Request] = deque()
         self._busy = False  # a request is being answered (an SEU may be waiting)
         self._in_next = False  # _next's loop is running (answers do not recurse into it)
@@ -150,6 +171,10 @@ class _Connection(asyncio.Protocol):
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         self._transport = cast(asyncio.Transport, transport)  # uvloop's do not subclass it
         sock = transport.get_extra_info("socket")
+        if sock is not None and self._front.tokens is None and not _same_user(sock):
+            log.warning("sidecar: refused a connection from another user's process")
+            self._refuse(403, "this sidecar serves only its own user's processes")
+            return
         if sock is not None and sock.family in (socket.AF_INET, socket.AF_INET6):
             # small request/answer pairs on keep-alive: without this, Nagle + delayed ACK add
             # ~40 ms to every SEU round trip (uvloop and asyncio set it too; be sure)
@@ -201,6 +226,12 @@ class _Connection(asyncio.Protocol):
         self._url = b""
         self._body = []
         self._size = 0
+        self._headers = {}
+
+    def on_header(self, name: bytes, value: bytes) -> None:
+        key = name.lower()
+        if key in _AUTH_HEADERS:
+            self._headers[key] = self._headers.get(key, b"") + value
 
     def on_url(self, url: bytes) -> None:
         self._url += url
@@ -219,6 +250,8 @@ class _Connection(asyncio.Protocol):
             self._url.decode("latin-1"),
             b"".join(self._body),
             self._parser.should_keep_alive(),
+            self._headers.get(b"authorization", b"").decode("latin-1"),
+            self._headers.get(_SESSION, b"").decode("latin-1"),
         )
         self._requests.append(request)
         self._next()
@@ -245,12 +278,18 @@ class _Connection(asyncio.Protocol):
             self._in_next = False
 
     def answer(
-        self, request: _Request, status: int, body: bytes, content_type: str = "application/json"
+        self,
+        request: _Request,
+        status: int,
+        body: bytes,
+        content_type: str = "application/json",
+        *,
+        extra: str = "",
     ) -> None:
         """Send the answer to ``request`` (on the loop) and go on with the next request."""
         if not self._gone and self._transport is not None:
             close = not request.keep_alive
-            self._transport.write(_response(status, body, content_type, close=close))
+            self._transport.write(_response(status, body, content_type, close=close, extra=extra))
             if close:
                 self._gone = True
                 self._transport.close()
@@ -303,18 +342,56 @@ def _ok(act: Callable[[str], None], query_id: str) -> bytes:
     return b'{"ok": true}'
 
 
+_SESSION = SESSION_HEADER.encode()
+_AUTH_HEADERS = frozenset((b"authorization", _SESSION))
+_UNAUTHORIZED = (
+    "this sidecar requires a token on every request: pass it in the scheduler URL "
+    "(DUCKDB_SEM_SCHEDULER=http://:TOKEN@HOST:PORT, or ?token=TOKEN) or in "
+    "DUCKDB_SEM_SCHEDULER_TOKEN; `duckdb-sem serve` writes its tokens to the token file it "
+    "names when it starts"
+)
+
+
+def _same_user(sock: socket.socket) -> bool:
+    """Whether the peer of a unix connection runs as this process's user (or root); True
+    where the kernel cannot say (not a unix socket, no SO_PEERCRED)."""
+    peercred = getattr(socket, "SO_PEERCRED", None)
+    if sock.family != socket.AF_UNIX or peercred is None:
+        return True
+    try:
+        raw = sock.getsockopt(socket.SOL_SOCKET, peercred, struct.calcsize("3i"))
+    except OSError:
+        return True
+    _pid, uid, _gid = struct.unpack("3i", raw)
+    return uid in (os.getuid(), 0)
+
+
 class _Front:
     """What every connection of one server shares: the scheduler, the loop, the side pool."""
 
-    def __init__(self, scheduler: Scheduler, loop: asyncio.AbstractEventLoop) -> None:
+    def __init__(
+        self,
+        scheduler: Scheduler,
+        loop: asyncio.AbstractEventLoop,
+        tokens: SidecarTokens | None = None,
+    ) -> None:
         self.scheduler = scheduler
         self.loop = loop
+        self.tokens = tokens
         self.activity = Activity()
         self.seu_times = SeuTimes()
         self.connections: set[_Connection] = set()
         self.side = ThreadPoolExecutor(max_workers=4, thread_name_prefix="sem-sidecar-side")
 
     def handle(self, conn: _Connection, request: _Request) -> None:
+        if self.tokens is not None:
+            caller = self.tokens.caller(request.authorization, request.session)
+            if caller is None:
+                body = encode_error(SidecarAuthError(_UNAUTHORIZED))
+                extra = 'WWW-Authenticate: Bearer realm="duckdb-sem"\r\n'
+                conn.answer(request, 401, body, extra=extra)
+                return
+            request = dataclasses.replace(request, caller=caller)
         if request.method == "GET":
             self._get(conn, request)
         elif request.method == "POST":
@@ -325,7 +402,7 @@ class _Front:
 
     def _get(self, conn: _Connection, request: _Request) -> None:
         scheduler = self.scheduler
-        path = request.path
+        path, caller = request.path, request.caller
         if path == "/v1/health":
             body = {
                 "ok": True,
@@ -335,12 +412,16 @@ class _Front:
             }
             conn.answer(request, 200, json.dumps(body).encode())
         elif path == "/v1/status":
-            self._beside(conn, request, lambda: json.dumps(scheduler.status()).encode())
+            self._beside(
+                conn,
+                request,
+                lambda: json.dumps(visible_status(scheduler.status(), caller)).encode(),
+            )
         elif path == "/metrics":
             self._beside(
                 conn,
                 request,
-                lambda: render_metrics(scheduler.status()).encode(),
+                lambda: render_metrics(visible_status(scheduler.status(), caller)).encode(),
                 "text/plain; version=0.0.4",
             )
         elif (url := urllib.parse.urlsplit(path)).path == "/v1/latency":
@@ -357,12 +438,16 @@ class _Front:
             conn.answer(request, 404, encode_error(SemError(f"no such path {path}")))
 
     def _post(self, conn: _Connection, request: _Request) -> None:
-        path = request.path
+        path, caller = request.path, request.caller
         try:
-            if path == "/v1/seu":
+            if caller is not None and caller.label is None and path in _SCOPED:
+                conn.answer(request, 400, encode_error(SemError(_NO_SESSION)))
+            elif path == "/v1/seu":
                 self._seu(conn, request)
             elif path in ("/v1/cancel", "/v1/finish"):
                 query_id = str(json.loads(request.body)["query_id"])
+                if caller is not None:  # only the caller's own (the operator's: any)
+                    query_id = caller.target(query_id)
                 act = self.scheduler.cancel if path == "/v1/cancel" else self.scheduler.finish_query
                 self._beside(conn, request, lambda: _ok(act, query_id))
             else:
@@ -377,6 +462,8 @@ class _Front:
     def _seu(self, conn: _Connection, request: _Request) -> None:
         began = time.monotonic()
         seu = decode_seu(request.body)
+        if request.caller is not None:
+            seu = request.caller.own(seu)
         future = self.scheduler.submit(seu)
         if future.done():  # all from the cache, or refused: answer now
             self._seu_done(conn, request, future, began)
@@ -457,20 +544,29 @@ class SidecarServer:
     :mod:`.latency`).
     """
 
-    def __init__(self, scheduler: Scheduler, listen: str = "127.0.0.1:7300") -> None:
+    def __init__(
+        self,
+        scheduler: Scheduler,
+        listen: str = "127.0.0.1:7300",
+        *,
+        tokens: SidecarTokens | None = None,
+    ) -> None:
         self.scheduler = scheduler
+        self.tokens = tokens
         self._loop = _new_loop()
-        self._front = _Front(scheduler, self._loop)
+        self._front = _Front(scheduler, self._loop, tokens)
         self.activity = self._front.activity
         self.seu_times = self._front.seu_times
         self._inode: int | None = None
         where = parse_listen(listen)
         if isinstance(where, str):
-            if os.path.exists(where):
+            if socket_at(Path(where), own=False):  # a stale one; anything else is refused
                 os.unlink(where)
             sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
             try:
                 sock.bind(where)
+                if tokens is None:  # this user's alone (root can connect anyway)
+                    os.chmod(where, stat.S_IRUSR | stat.S_IWUSR)
             except OSError:
                 sock.close()
                 raise
@@ -479,6 +575,10 @@ class SidecarServer:
             sock.listen(_BACKLOG)
         else:
             sock = socket.create_server(where, backlog=_BACKLOG)  # SO_REUSEADDR on POSIX
+            if tokens is None:  # in-process servers of tests and benchmarks; serve gives tokens
+                log.warning(
+                    "sidecar on %s:%s without tokens: anyone who reaches it may use it", *where
+                )
             self.url = f"http://{where[0]}:{sock.getsockname()[1]}"
         self._sock = sock
         self._thread: threading.Thread | None = None
@@ -528,8 +628,8 @@ class SidecarServer:
                 if held:
                     self._unlink_own()
                 return held
-        except OSError:  # no lock file can be made beside it: no local scheduler to order
-            self._unlink_own()
+        except (OSError, SemError):  # no lock file beside it (or not a safe one): no local
+            self._unlink_own()  # scheduler to order
             return True
 
     def _unlink_own(self) -> None:
