@@ -35,6 +35,7 @@ import click
 from duckdb_sem.backends.cpu_turns import lock_dir
 from duckdb_sem.backends.registry import create_backend
 from duckdb_sem.config import Settings, default_cache_path
+from duckdb_sem.errors import UnsafePathError
 from duckdb_sem.scheduler.admission import ReplicaLimits
 from duckdb_sem.scheduler.core import Scheduler
 from duckdb_sem.scheduler.placement import PLACEMENTS, make_placement
@@ -177,6 +178,16 @@ def serve(
         placement=make_placement(placement, load_factor=load_factor),
     )
     server = SidecarServer(scheduler, listen, tokens=tokens)
+    written = None
+    if tokens is not None:  # before serving: a refused token file stops the start cleanly
+        try:
+            written = _write_tokens(tokens, token_file or _token_file(server.url), server.url)
+        except UnsafePathError as err:
+            server.shutdown()  # removes a unix socket it bound
+            scheduler.close()
+            for backend in built:
+                backend.close()
+            raise click.ClickException(str(err)) from None
     stop = threading.Event()
 
     def _stop(signum: int, frame: FrameType | None) -> None:
@@ -191,10 +202,8 @@ def serve(
         ).start()
     described = "; ".join(b.describe() for b in built)
     shown = server.url
-    if tokens is not None:
-        written = _write_tokens(tokens, token_file or _token_file(server.url), server.url)
-        if not token:  # made here: the operator learns it from this line (or the file)
-            shown = shown.replace("://", f"://:{tokens.client}@", 1)
+    if tokens is not None and not token:  # made here: the operator learns it from this line
+        shown = shown.replace("://", f"://:{tokens.client}@", 1)
     click.echo(
         f"duckdb-sem scheduler listening on {shown} (policy {policy}, "
         f"placement {placement}, {len(built)} replica(s): {described}, cache {cache_path or 'off'})",
