@@ -18,6 +18,8 @@ import re
 
 import duckdb
 
+from duckdb_sem.pgwire.array_literals import rewrite_array_literals
+from duckdb_sem.pgwire.bytea_literals import rewrite_bytea_literals
 from duckdb_sem.pgwire.catalog_macros import COMPAT_MACROS, SERVER_VERSION, settings_macro
 from duckdb_sem.pgwire.catalog_views import COMPAT_VIEWS
 from duckdb_sem.pgwire.commands import SESSION_DEFAULTS
@@ -98,11 +100,16 @@ def rewrite_catalog(sql: str) -> str:
         and "version" not in lowered
         and "::" not in sql
         and "setting" not in lowered
+        and "{" not in sql
+        and "bytea" not in lowered
+        and "decode" not in lowered
     ):
         return sql
     masked, strings = mask_strings(sql)
     for pattern, replacement in REWRITES:
         masked = pattern.sub(replacement, masked)
+    masked = rewrite_array_literals(masked, strings)  # postgres_fdw: '{1,2}'::bigint[]
+    masked = rewrite_bytea_literals(masked, strings)  # '\x00ff'::bytea: PostgreSQL's bytes
     # A reference without alias keeps the keyword after it, which may start the next one.
     while (again := _VIEW_REF.sub(_view_ref, masked)) != masked:
         masked = again

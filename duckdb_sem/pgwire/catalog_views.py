@@ -9,9 +9,16 @@ cursor gets its own copies (:func:`~duckdb_sem.pgwire.catalog.install_compat`).
 
 from __future__ import annotations
 
+from duckdb_sem.pgwire.catalog_macros import SEM_RESULTS
 from duckdb_sem.pgwire.oids import OID
 
-__all__ = ["COMPAT_VIEWS"]
+__all__ = ["COMPAT_VIEWS", "PG_CATALOG"]
+
+#: pg_catalog's namespace oid, as in PostgreSQL: DuckDB's own schemas (of its ``system``
+#: catalog: built-in functions, catalog views) are listed as pg_catalog, where clients look
+#: for built-ins (psql's tab completion compares with it)
+PG_CATALOG = 11
+_SYSTEM = "(SELECT oid FROM duckdb_schemas() WHERE database_name = 'system')"
 
 
 def _empty(**columns: str) -> str:
@@ -68,8 +75,7 @@ _SOURCE = "comment LIKE 'PostgreSQL table %'"
 
 # Types the server names in RowDescription or accepts as parameters that DuckDB's pg_type lacks
 # (text, json, jsonb, name, the arrays...): rows so a client can look up every OID it is sent,
-# in namespace 11 (pg_catalog's oid in PostgreSQL; not listed here, so psql \dT hides them as
-# it hides DuckDB's own types).
+# in pg_catalog, with DuckDB's own types (psql \dT hides pg_catalog's types).
 _TYPE_LENGTHS = {"bool": 1, "char": 1, "name": 64, "oid": 4, "int2": 2, "int4": 4, "int8": 8,
                  "float4": 4, "float8": 8, "date": 4, "time": 8, "timetz": 12, "timestamp": 8,
                  "timestamptz": 8, "interval": 16, "uuid": 16}  # fmt: skip
@@ -91,7 +97,8 @@ def _type_row(name: str, oid: int) -> str:
 
 
 _TYPE = (
-    "SELECT * FROM pg_catalog.pg_type UNION ALL BY NAME "
+    f"SELECT * REPLACE ({PG_CATALOG}::BIGINT AS typnamespace) FROM pg_catalog.pg_type "
+    "UNION ALL BY NAME "
     "SELECT t.oid, t.typname, 11::BIGINT AS typnamespace, t.typlen, t.typlen > 0 AND t.typlen <= 8 AS typbyval, 'b' AS typtype, "
     "t.typcategory, false AS typispreferred, true AS typisdefined, ',' AS typdelim, "
     "0::BIGINT AS typrelid, t.typelem, t.typarray, 'i' AS typalign, 'x' AS typstorage "
@@ -105,9 +112,19 @@ _TYPE = (
 _PROC = (
     "SELECT p.* REPLACE (CASE WHEN p.proname LIKE 'sem\\_%' ESCAPE '\\' AND p.pronamespace NOT "
     "IN (SELECT oid FROM pg_catalog.pg_namespace) THEN (SELECT min(oid) FROM "
-    "pg_catalog.pg_namespace WHERE nspname = 'main') ELSE p.pronamespace END AS pronamespace, "
-    "CASE WHEN p.proname = 'sem_agg' THEN 'a' ELSE p.prokind END AS prokind) "
+    "pg_catalog.pg_namespace WHERE nspname = 'main') "
+    f"WHEN p.pronamespace IN {_SYSTEM} THEN {PG_CATALOG} ELSE p.pronamespace END AS pronamespace, "
+    "CASE WHEN p.proname = 'sem_agg' THEN 'a' ELSE p.prokind END AS prokind, "
+    f"CASE WHEN p.pronamespace IN {_SYSTEM} THEN 12 ELSE 14 END AS prolang, "
+    "coalesce(p.prorettype, CASE p.proname "
+    + " ".join(f"WHEN '{name}' THEN '{result}'" for name, result in SEM_RESULTS.items())
+    + " ELSE 'anyelement' END) AS prorettype, NULL::VARCHAR AS prosrc) "
     "FROM pg_catalog.pg_proc p"
+)
+# pgcli: the languages functions are written in (DuckDB's own: internal; macros: sql)
+_LANGUAGE = (
+    "SELECT * FROM (VALUES (12::BIGINT, 'internal', false, false), (14, 'sql', false, true)) "
+    "AS l(oid, lanname, lanispl, lanpltrusted)"
 )
 # Grafana, Metabase, pgAdmin: this session's own row (others' are not visible here)
 _ACTIVITY = (
@@ -128,14 +145,17 @@ COMPAT_VIEWS: dict[str, str] = {
     "pg_collation": _empty(oid="BIGINT", collname="VARCHAR", collnamespace="BIGINT"),
     "pg_class": (
         "SELECT * REPLACE (NULL::VARCHAR[] AS reloptions, CASE WHEN oid IN (SELECT view_oid "
-        f"FROM duckdb_views() WHERE {_SOURCE}) THEN 'r' ELSE relkind END AS relkind), "
-        "false AS relforcerowsecurity FROM pg_catalog.pg_class"
+        f"FROM duckdb_views() WHERE {_SOURCE}) THEN 'r' ELSE relkind END AS relkind, "
+        f"CASE WHEN relnamespace IN {_SYSTEM} THEN {PG_CATALOG} ELSE relnamespace END "
+        "AS relnamespace, 'd' AS relreplident), false AS relforcerowsecurity "
+        "FROM pg_catalog.pg_class WHERE NOT starts_with(relname, '__pg_')"
     ),
     "pg_namespace": (
         "SELECT * FROM pg_catalog.pg_namespace UNION ALL BY NAME SELECT s.oid, "
         "s.database_name || '.' || s.schema_name AS nspname, 0::BIGINT AS nspowner "
         "FROM duckdb_schemas() s WHERE s.oid IN (SELECT schema_oid FROM duckdb_views() "
-        f"WHERE {_SOURCE})"
+        f"WHERE {_SOURCE}) UNION ALL BY NAME SELECT {PG_CATALOG}::BIGINT AS oid, "
+        "'pg_catalog' AS nspname, 10 AS nspowner"
     ),
     "pg_roles": (
         "SELECT 10::BIGINT AS oid, 'duckdb' AS rolname, true AS rolsuper, true AS rolinherit, "
@@ -148,7 +168,8 @@ COMPAT_VIEWS: dict[str, str] = {
     "pg_database": (
         "SELECT d.*, 0::BIGINT AS datdba, 6 AS encoding, 'C' AS datcollate, 'C' AS datctype, "
         "NULL::VARCHAR AS daticulocale, 'c' AS datlocprovider, NULL::VARCHAR[] AS datacl, "
-        "-1 AS datconnlimit, 0::BIGINT AS dattablespace FROM pg_catalog.pg_database d"
+        "-1 AS datconnlimit, 0::BIGINT AS dattablespace FROM pg_catalog.pg_database d "
+        "WHERE d.datname NOT IN ('system', 'temp')"  # DuckDB's own catalogs (Superset lists)
     ),
     "pg_policy": _empty(
         oid="BIGINT", polname="VARCHAR", polrelid="BIGINT", polcmd="VARCHAR",
@@ -177,6 +198,12 @@ COMPAT_VIEWS: dict[str, str] = {
     "pg_foreign_table": _empty(ftrelid="BIGINT", ftserver="BIGINT", ftoptions="VARCHAR[]"),
     "pg_type": _TYPE,
     "pg_proc": _PROC,
+    "pg_language": _LANGUAGE,
+    # psql \d+: a column's storage as PostgreSQL's default for its type (plain, extended)
+    "pg_attribute": (
+        "SELECT * REPLACE (CASE WHEN attlen > 0 THEN 'p' ELSE 'x' END AS attstorage, "
+        "'' AS attcompression) FROM pg_catalog.pg_attribute"
+    ),
     "pg_stat_activity": _ACTIVITY,
     # no roles but the one (psql \du), no PostgreSQL extensions (psql \dx; DuckDB's are not)
     "pg_auth_members": _empty(

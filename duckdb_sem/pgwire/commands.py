@@ -30,6 +30,7 @@ __all__ = [
     "RollbackToSavepoint",
     "Savepoint",
     "Set",
+    "SetTransaction",
     "Show",
     "parse_command",
 ]
@@ -39,6 +40,7 @@ __all__ = [
 class Set:
     name: str
     value: str
+    local: bool = False  # SET LOCAL: until the end of the transaction
 
 
 @dataclass(frozen=True, slots=True)
@@ -54,6 +56,16 @@ class Show:
 @dataclass(frozen=True, slots=True)
 class Begin:
     tag: str = "BEGIN"  # PostgreSQL answers START TRANSACTION with its own words
+    #: the isolation level asked for, lower case (``""``: none named)
+    isolation: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class SetTransaction:
+    """``SET [SESSION CHARACTERISTICS AS] TRANSACTION ...``: answered ``SET``; the level
+    asked for (``""``: none named) is reported against the one DuckDB gives."""
+
+    isolation: str = ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -133,14 +145,16 @@ class Ignore:
 Command = (
     Set | Reset | Show | Begin | End | Savepoint | Release | RollbackToSavepoint | Deallocate
     | Declare | Fetch | Close | CopyOut | CopyIn | ExplainSemantic | Ignore
+    | SetTransaction
 )  # fmt: skip
 
 _FLAGS = re.IGNORECASE | re.DOTALL
 _NAME = r'(?P<name>"(?:[^"]|"")+"|\w+)'
 _SET = re.compile(
-    r"^SET\s+(?:SESSION\s+|LOCAL\s+)?(?P<name>[\w.]+)\s*(?:=|\bTO\b)\s*(?P<v>.*)$", _FLAGS
+    r"^SET\s+(?:SESSION\s+|(?P<local>LOCAL)\s+)?(?P<name>[\w.]+)\s*(?:=|\bTO\b)\s*(?P<v>.*)$",
+    _FLAGS,
 )
-_SET_TZ = re.compile(r"^SET\s+(?:SESSION\s+|LOCAL\s+)?TIME\s+ZONE\s+(?P<v>.*)$", _FLAGS)
+_SET_TZ = re.compile(r"^SET\s+(?:SESSION\s+|(?P<local>LOCAL)\s+)?TIME\s+ZONE\s+(?P<v>.*)$", _FLAGS)
 _SET_TX = re.compile(r"^SET\s+(?:SESSION\s+CHARACTERISTICS\s+AS\s+)?TRANSACTION\b", _FLAGS)
 _EXPLAIN_SEMANTIC = re.compile(
     r"^EXPLAIN\s+(?P<a>ANALY[SZ]E\s+)?SEMANTIC\s+(?P<v>VERBOSE\s+)?(?P<q>.+?);?\s*$", _FLAGS
@@ -148,6 +162,11 @@ _EXPLAIN_SEMANTIC = re.compile(
 _RESET = re.compile(r"^RESET\s+(?P<name>[\w.]+)$", _FLAGS)
 _SHOW = re.compile(r"^SHOW\s+(?P<name>[\w. ]+)$", _FLAGS)
 _BEGIN = re.compile(r"^(BEGIN|START\s+TRANSACTION)\b", _FLAGS)
+_ISOLATION = re.compile(
+    r"\bISOLATION\s+LEVEL\s+(?P<level>SERIALIZABLE|REPEATABLE\s+READ|READ\s+COMMITTED|"
+    r"READ\s+UNCOMMITTED)\b",
+    _FLAGS,
+)
 _END = re.compile(
     r"^(?P<w>COMMIT|END|ROLLBACK|ABORT)(\s+(WORK|TRANSACTION))?(\s+AND\s+NO\s+CHAIN)?$", _FLAGS
 )
@@ -179,6 +198,11 @@ _IGNORED = {
     "listen": "LISTEN",
     "unlisten": "UNLISTEN",
 }
+#: SQL-standard spellings of SHOW names (pgcli's first query is ``show time zone``)
+_SHOW_ALIASES = {"time zone": "timezone"}
+#: the isolation DuckDB gives every transaction: snapshot isolation with write-write conflict
+#: detection, which is PostgreSQL's REPEATABLE READ (write skew is not detected)
+ISOLATION = "repeatable read"
 #: SHOW names the session answers; anything else (SHOW TABLES...) goes to DuckDB
 SESSION_DEFAULTS = {
     "server_version": "15.0",
@@ -193,9 +217,9 @@ SESSION_DEFAULTS = {
     "search_path": '"$user", public',
     "application_name": "",
     "extra_float_digits": "1",
-    "transaction_isolation": "serializable",
-    "transaction isolation level": "serializable",
-    "default_transaction_isolation": "serializable",
+    "transaction_isolation": ISOLATION,
+    "transaction isolation level": ISOLATION,
+    "default_transaction_isolation": ISOLATION,
     "default_transaction_read_only": "off",
     "transaction_read_only": "off",
     "is_superuser": "off",
@@ -207,6 +231,11 @@ SESSION_DEFAULTS = {
     "idle_in_transaction_session_timeout": "0",
     "bytea_output": "hex",
 }
+
+
+def _isolation(text: str) -> str:
+    match = _ISOLATION.search(text)
+    return " ".join(match["level"].lower().split()) if match else ""
 
 
 def _ident(name: str) -> str:
@@ -228,19 +257,20 @@ def parse_command(sql: str) -> Command | None:
     head = text.split(None, 1)[0].lower() if text else ""
     if head == "set":
         if match := _SET_TZ.match(text):
-            return Set("timezone", _unquote(match["v"]))
+            return Set("timezone", _unquote(match["v"]), local=bool(match["local"]))
         if _SET_TX.match(text):
-            return Ignore("SET")
+            return SetTransaction(_isolation(text))
         if match := _SET.match(text):
-            return Set(match["name"].lower(), _unquote(match["v"]))
+            return Set(match["name"].lower(), _unquote(match["v"]), local=bool(match["local"]))
     elif head == "reset" and (match := _RESET.match(text)):
         return Reset(match["name"].lower())
     elif head == "show" and (match := _SHOW.match(text)):
         name = " ".join(match["name"].lower().split())
+        name = _SHOW_ALIASES.get(name, name)
         if name in SESSION_DEFAULTS or name == "all" or "." in name:
             return Show(name)
     elif head in {"begin", "start"} and _BEGIN.match(text):
-        return Begin("BEGIN" if head == "begin" else "START TRANSACTION")
+        return Begin("BEGIN" if head == "begin" else "START TRANSACTION", _isolation(text))
     elif head == "rollback" and (match := _ROLLBACK_TO.match(text)):
         return RollbackToSavepoint(_ident(match["name"]))
     elif head == "savepoint" and (match := _SAVEPOINT.match(text)):

@@ -31,6 +31,7 @@ import duckdb
 from duckdb_sem.config import Settings, parse_cache
 from duckdb_sem.errors import ConfigError, SemError
 from duckdb_sem.pgwire.catalog import COMPAT_MACROS, install_compat
+from duckdb_sem.pgwire.commit_clock import CommitClock
 from duckdb_sem.pgwire.policy import Policy
 from duckdb_sem.runtime.context import QueryContext
 from duckdb_sem.runtime.operators import SemEngine
@@ -152,6 +153,8 @@ class Database:
         self.settings = settings
         self._base = _open(options)
         self.engine = factory.new_engine(settings)  # DUCKDB_SEM_MODELS: every session's
+        #: every session's commits, so a savepoint replays only at an unchanged snapshot
+        self.commits = CommitClock()
         self.routed = RoutedSession(self._base, self.engine)
         self.routed.install(shared=True)
         (name,) = self._base.execute("SELECT current_database()").fetchone() or ("memory",)

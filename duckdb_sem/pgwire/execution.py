@@ -9,10 +9,16 @@ statement uses the connection, what a suspended portal has not sent yet is read 
 running query cancelled, drops its SEUs from the scheduler and interrupts DuckDB, and
 :meth:`Execution.translated` turns the resulting DuckDB error back into the duckdb-sem error
 that caused it (``QueryCancelledError``, SQLSTATE 57014, for a cancel).
+
+A portal closed before its end (``Close``, a ``Sync`` ending it, the client going away) is
+stopped by :meth:`Execution.discard`: its query's queued SEUs are dropped and its stream
+closed, so its LLM work ends with the SEU in flight instead of running when the next statement
+parks the portal.
 """
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import threading
 from collections.abc import Callable, Iterator
@@ -22,7 +28,7 @@ from typing import Any
 import duckdb
 import pyarrow as pa
 
-from duckdb_sem.errors import QueryCancelledError
+from duckdb_sem.errors import QueryCancelledError, SemError
 from duckdb_sem.pgwire import messages as m
 from duckdb_sem.pgwire.catalog import rewrite_catalog
 from duckdb_sem.pgwire.database import Database
@@ -48,21 +54,36 @@ class Execution:
         self._query: QueryContext | None = None
         self._open: pa.RecordBatchReader | None = None  # DuckDB allows one open result
         self._open_result: Result | None = None  # the result streaming from ``_open``
+        #: ``_open`` is an autocommit write's (RETURNING): the commit clock's, until closed
+        self._committing = False
 
-    def run_sql(self, sql: str, params: list[Any], parsed: Parsed) -> Result:
-        """Run one statement that is not a session command (``parsed``: DuckDB's reading)."""
+    def run_sql(
+        self, sql: str, params: list[Any], parsed: Parsed, *, announce: bool = False
+    ) -> Result:
+        """Run one statement that is not a session command (``parsed``: DuckDB's reading).
+        ``announce``: it commits (an autocommit write), so the server's commit clock counts
+        it from before it runs until its result is closed."""
         self.park_open()
         query, tree = self.db.rewrite_parsed(rewrite_catalog(sql), self.con)
-        with self.busy():
-            if parsed.returns_rows:
-                rel = self.translated(lambda: self.con.sql(query, params=params or None, tree=tree))
-                reader = self.translated(lambda: rel.to_arrow_reader(1024))
-                self._open = reader
-                result = Result.of_rows(parsed.row_tag, reader.schema, self._batches(reader))
-                self._open_result = result
-                return result
-            self.translated(lambda: self.con.execute(query, params or None))
-            rows = self.translated(self.con.fetchall)
+        if announce:
+            self.db.commits.start()
+        try:
+            with self.busy():
+                if parsed.returns_rows:
+                    rel = self.translated(
+                        lambda: self.con.sql(query, params=params or None, tree=tree)
+                    )
+                    reader = self.translated(lambda: rel.to_arrow_reader(1024))
+                    self._open = reader
+                    result = Result.of_rows(parsed.row_tag, reader.schema, self._batches(reader))
+                    self._open_result = result
+                    self._committing, announce = announce, False  # ends with the result
+                    return result
+                self.translated(lambda: self.con.execute(query, params or None))
+                rows = self.translated(self.con.fetchall)
+        finally:
+            if announce:
+                self.db.commits.finish()
         # DuckDB answers INSERT/UPDATE/DELETE/COPY with one row: the count of rows changed.
         count = rows[0][0] if rows and rows[0] and isinstance(rows[0][0], int) else None
         return Result.command(parsed.tag(count))
@@ -81,8 +102,14 @@ class Execution:
             try:
                 batch = self.translated(reader.read_next_batch)
             except StopIteration:
+                self._finish_commit()  # DuckDB committed it with its last row
                 return
             yield batch
+
+    def _finish_commit(self) -> None:
+        if self._committing:
+            self._committing = False
+            self.db.commits.finish()
 
     def park_open(self) -> None:
         """Free the connection for another statement without breaking a suspended portal.
@@ -105,9 +132,32 @@ class Execution:
 
     def close_open(self) -> None:
         self._open_result = None
-        if self._open is not None:
-            self._open.close()
-            self._open = None
+        try:
+            if self._open is not None:
+                self._open.close()
+                self._open = None
+        finally:
+            self._finish_commit()
+
+    def discard(self, result: Result | None) -> None:
+        """Stop ``result``, which nobody will read (its portal was closed): when it is the open
+        one, its query's queued SEUs are dropped and its stream and the connection's pending
+        result closed, so no LLM work is done for the rows it did not send."""
+        if result is None or result is not self._open_result:
+            return  # finished, or parked (its rows are in memory): nothing runs for it
+        with self._lock:
+            query, self._query = self._query, None  # a later failure is not "cancelled"
+        if query is not None:
+            query.cancelled.set()  # an SEU loop still running stops at its next boundary
+            self.db.engine.cancel(query.query_id)
+        self.close_open()
+        with contextlib.suppress(duckdb.Error, SemError):
+            self.con.discard_results()  # a planned stream's transaction ends with it
+
+    def close(self) -> None:
+        """The session ended: stop what still streams, then close the connection."""
+        self.discard(self._open_result)
+        self.con.close()
 
     def reconnect(self) -> None:
         """A fresh connection: an interrupted DuckDB result can stay pending on the old one."""

@@ -32,6 +32,8 @@ class Portal:
     params: list[Any]
     formats: list[int] = field(default_factory=list)
     result: Result | None = None
+    #: made by a Bind (ends at Sync outside a transaction block), not by ``DECLARE``
+    bound: bool = False
 
 
 def param_count(sql: str) -> int:

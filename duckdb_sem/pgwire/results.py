@@ -34,6 +34,8 @@ class Result:
     fixed_tag: str | None = None
     #: rows go out as COPY ... TO STDOUT lines in this format instead of DataRows
     copy: CopyFormat | None = None
+    #: NOTICE messages sent before the result (what the statement got differs from its words)
+    notices: list[str] = field(default_factory=list)
     _pending: deque[bytes] = field(default_factory=deque)
     _done: bool = False
 

@@ -22,10 +22,11 @@ from typing import Any
 import duckdb
 import pyarrow as pa
 
-from duckdb_sem.errors import PlanError, RefusedError, SemError
+from duckdb_sem.errors import PlanError, RefusedError, SemError, UndefinedNameError
 from duckdb_sem.pgwire import commands as cmd
 from duckdb_sem.pgwire import messages as m
 from duckdb_sem.pgwire import statements as st
+from duckdb_sem.pgwire.array_literals import bind_array_params
 from duckdb_sem.pgwire.catalog import rewrite_catalog
 from duckdb_sem.pgwire.catalog_macros import settings_macro
 from duckdb_sem.pgwire.copy_out import copy_format
@@ -38,7 +39,7 @@ from duckdb_sem.pgwire.results import Result
 from duckdb_sem.pgwire.settings import run_setting
 from duckdb_sem.pgwire.startup import check_setting_name
 from duckdb_sem.pgwire.timezone import SERVER_ZONE, resolve_zone
-from duckdb_sem.pgwire.transaction import Transaction, Write
+from duckdb_sem.pgwire.transaction import SEQUENCE_CALL, Transaction, Write, replay_hazard
 from duckdb_sem.runtime.budget import SETTINGS as BUDGET_SETTINGS
 from duckdb_sem.session.connection import SemConnection
 from duckdb_sem.surface.model_statements import ModelStatement, parse_model_statement
@@ -111,7 +112,10 @@ class Runner:
     def portal(self, name: str) -> Portal:
         portal = self.portals.get(name)
         if portal is None:
-            raise SemError(f"portal {name!r} does not exist")
+            raise UndefinedNameError(
+                f'portal "{name}" does not exist (a portal ends with its transaction: outside '
+                "BEGIN ... COMMIT, at Sync)"
+            )
         return portal
 
     def result(self, portal: Portal) -> Result:
@@ -143,12 +147,25 @@ class Runner:
         if parsed is None:
             return Result.command("")
         self.db.policy.check(parsed)
-        result = self.execution.run_sql(sql, params, parsed)
+        params = bind_array_params(sql, params)  # psycopg: a list of str as = ANY(%s)
+        # an autocommit write commits: counted, so no savepoint replays across it
+        announce = parsed.writes and self.status == b"I"
+        result = self.execution.run_sql(sql, params, parsed, announce=announce)
         if parsed.type == st.T.PREPARE and (parts := st.prepared_parts(parsed)):
             self.prepared[parts[0]] = parts[1]
-        if parsed.writes:
-            self.tx.wrote(sql, params)
+        if parsed.writes or SEQUENCE_CALL.search(sql):
+            self.tx.wrote(self._logged(sql, params, result))
         return result
+
+    def _logged(self, sql: str, params: list[Any], result: Result) -> Write:
+        """The log entry of a write in a block (its tag, what would make a replay differ)."""
+        hazard = replay_hazard(
+            sql,
+            sources=[s.alias for s in self.db.sources],
+            cache=self.db.settings.cache_path is not None,
+        )
+        tag = None if result.has_rows else result.tag()
+        return Write(sql, list(params), tag, hazard)
 
     def _parse_one(self, sql: str) -> st.Parsed | None:
         """DuckDB's reading of one statement; an ``EXECUTE`` takes its prepared statement's kind."""
@@ -213,21 +230,41 @@ class Runner:
         self.con.model_statement(model)
         return Result.command(model.tag)
 
-    def _replay(self, write: Write) -> None:
-        sql, params = write
-        parsed = self._parse_one(sql)
-        if parsed is not None:
-            result = self.execution.run_sql(sql, params, parsed)
-            with self.execution.busy():
-                self.execution.translated(lambda: result.take(None))
-            self.execution.close_open()
+    def _replay(self, write: Write) -> str | None:
+        """Run a logged write again; its tag (None for one that returns rows)."""
+        parsed = self._parse_one(write.sql)
+        if parsed is None:
+            return None
+        result = self.execution.run_sql(write.sql, write.params, parsed)
+        with self.execution.busy():
+            self.execution.translated(lambda: result.take(None))
+        self.execution.close_open()
+        return None if result.has_rows else result.tag()
 
     def _restart(self) -> None:
         with contextlib.suppress(duckdb.Error):  # a cancel may have replaced the connection
             self.con.execute("ROLLBACK")
         self.con.execute("BEGIN TRANSACTION")
 
+    def _setting_value(self, name: str) -> str | None:
+        """A setting's value as SET would give it back (None: never set, RESET restores it)."""
+        if name.startswith("duckdb_sem."):
+            return self.con.option_value(name.removeprefix("duckdb_sem."))
+        return self.settings.get(name)
+
+    def _restore(self, settings: dict[str, str | None]) -> None:
+        """Put back the settings a transaction changed (see ``Transaction.end``)."""
+        for name, value in settings.items():
+            self._command(cmd.Reset(name) if value is None else cmd.Set(name, value), [])
+
     def _command(self, command: cmd.Command, params: list[Any]) -> Result:
+        if isinstance(command, cmd.Set) and command.local and self.status == b"I":
+            result = Result.command("SET")  # as PostgreSQL: a warning, and nothing changes
+            result.notices.append("SET LOCAL can only be used in transaction blocks")
+            return result
+        if isinstance(command, cmd.Set | cmd.Reset) and command.name != "all":
+            local = isinstance(command, cmd.Set) and command.local
+            self.tx.setting_changed(command.name, self._setting_value(command.name), local=local)
         if isinstance(command, cmd.Set | cmd.Reset) and command.name.startswith("duckdb_sem."):
             # the connection's own settings (budgets, approximation): applied there, shown by
             # SHOW as well
@@ -252,6 +289,9 @@ class Runner:
             if command.name == "all":  # the budgets go back to the server's defaults too
                 for name in BUDGET_SETTINGS:
                     self.limits.set(self.con, name, None)
+        if isinstance(command, cmd.Set) and command.name in _ISOLATION_NAMES:
+            level = " ".join(command.value.lower().split())
+            return _isolation_notice(Result.command("SET"), level)  # SHOW: the level given
         if isinstance(command, cmd.Set | cmd.Reset):
             if command.name != "all":
                 check_setting_name(command.name)  # as PostgreSQL: 42704 for an unknown name
@@ -262,19 +302,31 @@ class Runner:
             return run_setting(self.settings, command)
         if isinstance(command, cmd.Begin):
             if self.status == b"I":
+                mark = self.db.commits.mark()  # before DuckDB's snapshot is taken
                 self.con.execute("BEGIN TRANSACTION")
-                self.tx.begin()
-            return Result.command(command.tag)
+                self.tx.begin(mark)
+            return _isolation_notice(Result.command(command.tag), command.isolation)
+        if isinstance(command, cmd.SetTransaction):
+            return _isolation_notice(Result.command("SET"), command.isolation)
         if isinstance(command, cmd.End):
             if self.status == b"I":
                 return Result.command("COMMIT" if command.commit else "ROLLBACK")
             tag = "COMMIT" if command.commit and self.status == b"T" else "ROLLBACK"
-            self.tx.end()
-            if tag == "COMMIT":
-                self.con.execute("COMMIT")
-            else:
-                with contextlib.suppress(duckdb.Error):
-                    self.con.execute("ROLLBACK")
+            dirty, undo = self.tx.dirty, dict(self.tx.settings_before)
+            restore = self.tx.end(committed=tag == "COMMIT")
+            try:
+                if tag == "COMMIT" and dirty:
+                    with self.db.commits.committing():  # other sessions' savepoints see it
+                        self.con.execute("COMMIT")
+                elif tag == "COMMIT":
+                    self.con.execute("COMMIT")
+                else:
+                    with contextlib.suppress(duckdb.Error):
+                        self.con.execute("ROLLBACK")
+            except duckdb.Error:
+                self._restore(undo)  # it rolled back: every SET undone
+                raise
+            self._restore(restore)
             return Result.command(tag)
         if isinstance(command, cmd.Savepoint):
             self.tx.savepoint(command.name)
@@ -283,7 +335,9 @@ class Runner:
             self.tx.release(command.name)
             return Result.command("RELEASE")
         if isinstance(command, cmd.RollbackToSavepoint):
-            self.tx.rollback_to(command.name, self._restart, self._replay)
+            self.tx.rollback_to(
+                command.name, self._restart, self._replay, self.db.commits.unchanged_since
+            )
             return Result.command("ROLLBACK")
         if isinstance(command, cmd.Deallocate):
             everything = {*self.statements, *self.prepared}
@@ -334,3 +388,26 @@ class Runner:
             return Result.command("CLOSE CURSOR")
         assert isinstance(command, cmd.Ignore)
         return Result.command(command.tag)
+
+
+_ISOLATION_NAMES = {"transaction_isolation", "default_transaction_isolation"}
+
+
+def _isolation_notice(result: Result, level: str) -> Result:
+    """``result`` with a NOTICE when the isolation asked for is not the one DuckDB gives."""
+    if level == "serializable":
+        result.notices.append(
+            "SERIALIZABLE is run as REPEATABLE READ: DuckDB gives every transaction snapshot "
+            "isolation, where a concurrent write to the same row fails with 40001 but write "
+            "skew (two transactions each reading what the other writes) is not detected; "
+            "SHOW transaction_isolation reports repeatable read. Where the invariant spans "
+            "rows, write a row both transactions change (a lock row), or check it after "
+            "COMMIT (docs/pgwire.md, Isolation)"
+        )
+    elif level and level != cmd.ISOLATION:
+        result.notices.append(
+            f"{level.upper()} is run as REPEATABLE READ: DuckDB gives every transaction one "
+            "snapshot, and a write to a row another transaction changed since fails with "
+            "40001 (retry the transaction) instead of reading the new row"
+        )
+    return result

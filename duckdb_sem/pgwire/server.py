@@ -46,7 +46,7 @@ from duckdb_sem.pgwire.memory import release_freed_memory
 from duckdb_sem.pgwire.session import Session
 from duckdb_sem.pgwire.sqlstate import describe_error
 
-__all__ = ["ServerOptions", "WireServer"]
+__all__ = ["ServerOptions", "WireServer", "served_names"]
 
 log = logging.getLogger(__name__)
 
@@ -127,6 +127,7 @@ class WireServer:
 
     def _refuse(self, conn: socket.socket) -> None:
         """Over ``max_connections``: read the first packet, answer FATAL 53300, close."""
+        stream: BinaryIO | None = None
         try:
             conn.settimeout(2.0)
             stream = conn.makefile("rb")
@@ -141,22 +142,23 @@ class WireServer:
         except (OSError, EOFError, m.ProtocolViolation):
             pass
         finally:
-            conn.close()
+            _close(conn, stream)
             with self._lock:
                 self._refusing -= 1
 
     # -- one connection ---------------------------------------------------------------------
     def _handle(self, conn: socket.socket) -> None:
         sock: socket.socket = conn
+        stream: BinaryIO | None = None
         try:
             sock.settimeout(self.options.auth_timeout)
-            stream: BinaryIO = sock.makefile("rb")
+            stream = sock.makefile("rb")
             code, body = m.read_startup(stream)
             encrypted = False
             while code in (m.SSL_REQUEST, m.GSSENC_REQUEST):
                 if code == m.SSL_REQUEST and self._ssl is not None and not encrypted:
                     sock.sendall(b"S")
-                    sock = self._ssl.wrap_socket(sock, server_side=True)
+                    sock = self._ssl.wrap_socket(sock, server_side=True)  # detaches ``conn``
                     stream = sock.makefile("rb")
                     encrypted = True
                 else:
@@ -186,7 +188,7 @@ class WireServer:
         finally:
             with self._lock:
                 self._connections -= 1
-            sock.close()
+            _close(sock, stream)
             release_freed_memory()  # the session's thread arena keeps what it freed otherwise
 
     def _serve(
@@ -203,6 +205,9 @@ class WireServer:
         user = params.get("user", "")
         if self.options.users:
             self._authenticate(sock, stream, user)
+        database = params.get("database") or user  # libpq's default, as PostgreSQL reads it
+        if database not in served_names(self.db):
+            raise _Startup("3D000", f'database "{database}" does not exist')
         sock.settimeout(None)
         pid, secret = next(self._pids), secrets.randbits(31)
         sock.sendall(m.auth_ok())
@@ -233,6 +238,9 @@ class WireServer:
         finally:
             with self._lock:
                 self._sessions.pop(pid, None)
+            # ``cancel`` (in the session's guard) holds the session: a cycle that would keep
+            # its cursors' rows and its socket until a garbage collection
+            session = None
 
     def _greeting(
         self, params: dict[str, str], pid: int, secret: int, session: Session
@@ -293,6 +301,23 @@ def _listen(host: str, port: int) -> socket.socket:
         ) from None
     sock.listen(256)
     return sock
+
+
+def served_names(db: Database) -> frozenset[str]:
+    """Database names a client may connect to: the file's (its stem, ``current_database()``)
+    and ``postgres``, the database PostgreSQL always has and tools connect to by default
+    (``psql -l``, pgAdmin, DBeaver); both serve the same database."""
+    return frozenset({db.name, "postgres"})
+
+
+def _close(sock: socket.socket, stream: BinaryIO | None) -> None:
+    """Close the connection now: a ``makefile`` stream left open keeps the descriptor, and the
+    peer's socket waits (CLOSE-WAIT here, FIN-WAIT-2 there: node pg's ``end()`` never returns)
+    until that stream is collected."""
+    with _quietly():
+        if stream is not None:
+            stream.close()
+    sock.close()
 
 
 def _linger(sock: socket.socket) -> None:

@@ -20,7 +20,7 @@ from typing import Any, BinaryIO
 
 import duckdb
 
-from duckdb_sem.errors import QueryCancelledError, SemError
+from duckdb_sem.errors import QueryCancelledError, SemError, UndefinedNameError
 from duckdb_sem.pgwire import commands as cmd
 from duckdb_sem.pgwire import messages as m
 from duckdb_sem.pgwire.copy_out import encode_line
@@ -134,7 +134,9 @@ class Session:
                     if kind == b"Q":
                         self._ready()
         finally:
-            self.con.close()
+            self.execution.close()  # what a portal still streams stops here too
+            self.runner.portals.clear()  # their rows (a DECLAREd cursor's) go with the session
+            self.runner.statements.clear()
 
     def _dispatch(self, kind: bytes, payload: bytes) -> None:
         reader = m.Reader(payload)
@@ -150,10 +152,13 @@ class Session:
             self._execute(reader)
         elif kind == b"C":
             which, name = reader.byte(), reader.cstring()
-            (self.runner.statements if which == b"S" else self.runner.portals).pop(name, None)
+            if which == b"S":
+                self.runner.statements.pop(name, None)
+            else:
+                self._drop_portal(name)
             self.send(m.close_complete())
         elif kind == b"S":
-            self.runner.portals.pop("", None)
+            self._sync_portals()
             self._ready()
         elif kind == b"H":
             self.flush()
@@ -165,6 +170,22 @@ class Session:
             raise m.ProtocolViolation(
                 f"invalid frontend message type {kind!r}: the client does not speak protocol 3.0"
             )
+
+    def _drop_portal(self, name: str) -> None:
+        """The portal ends: what it did not send is never computed (its LLM work stops)."""
+        portal = self.runner.portals.pop(name, None)
+        if portal is not None:
+            self.execution.discard(portal.result)
+
+    def _sync_portals(self) -> None:
+        """As PostgreSQL at Sync: the unnamed portal ends; outside a transaction block the
+        implicit transaction commits, and every portal a Bind made ends with it (``DECLARE``d
+        cursors stay, as if ``WITH HOLD``)."""
+        names = [""]
+        if self.status == b"I":
+            names = [n for n, p in self.runner.portals.items() if p.bound]
+        for name in names:
+            self._drop_portal(name)
 
     def _error(self, err: BaseException) -> None:
         self.execution.close_open()
@@ -191,6 +212,7 @@ class Session:
         if implicit:
             self.execution.park_open()  # a suspended portal's reader survives the BEGIN
             self.con.execute("BEGIN TRANSACTION")
+            self.db.commits.start()  # its writes commit together, at its end
         try:
             for statement in statements:
                 result = self.runner.run_statement(statement, [])
@@ -201,12 +223,18 @@ class Session:
             if implicit:
                 with contextlib.suppress(duckdb.Error):
                     self.con.execute("ROLLBACK")
+                self.db.commits.finish()
             raise
         if implicit:
-            self.con.execute("COMMIT")
+            try:
+                self.con.execute("COMMIT")
+            finally:
+                self.db.commits.finish()
         self._ready()
 
     def _send_rows(self, result: Result, limit: int | None) -> None:
+        while result.notices:
+            self.send(m.notice_response(result.notices.pop(0)))
         if result.copy is not None:
             limit = None  # as PostgreSQL: COPY ignores an Execute row limit
             if result.sent == 0:
@@ -252,9 +280,12 @@ class Session:
 
     def _bind(self, r: m.Reader) -> None:
         portal, name = r.cstring(), r.cstring()
+        self._drop_portal(portal)  # a portal bound again: the old one's work stops
         statement = self.runner.statements.get(name)
         if statement is None:
-            raise SemError(f"prepared statement {name!r} does not exist")
+            raise UndefinedNameError(
+                f'prepared statement "{name}" does not exist', sqlstate="26000"
+            )
         formats = [r.int16() for _ in range(r.int16())]
         values: list[Any] = []
         for i in range(r.int16()):
@@ -264,7 +295,7 @@ class Session:
             oid = statement.param_oids[i] if i < len(statement.param_oids) else 0
             values.append(decode_param(data, oid, binary=fmt == 1))
         result_formats = [r.int16() for _ in range(r.int16())]
-        self.runner.portals[portal] = Portal(statement, values, result_formats)
+        self.runner.portals[portal] = Portal(statement, values, result_formats, bound=True)
         self.send(m.bind_complete())
 
     def _describe(self, r: m.Reader) -> None:
@@ -272,7 +303,9 @@ class Session:
         if which == b"S":
             statement = self.runner.statements.get(name)
             if statement is None:
-                raise SemError(f"prepared statement {name!r} does not exist")
+                raise UndefinedNameError(
+                    f'prepared statement "{name}" does not exist', sqlstate="26000"
+                )
             count = param_count(statement.sql)
             oids = statement.param_oids + [0] * (count - len(statement.param_oids))
             self.send(m.parameter_description([o or OID["text"] for o in oids[:count]]))

@@ -241,20 +241,23 @@ def test_an_error_mid_result_follows_the_rows_sent(wire: WireProcess, extended: 
 
 def test_a_parked_portal_keeps_its_error_for_itself(wire: WireProcess) -> None:
     """Another statement reads a suspended portal's rest into memory; if that fails, the
-    other statement still runs and the portal sends the rows read, then the error (outside
-    a transaction block: inside one, DuckDB's error aborts the transaction, so the other
-    statement gets 25P02)."""
+    other statement still runs and the portal sends the rows read, then the error. Outside a
+    transaction block a portal ends at Sync, as in PostgreSQL (Execute then gets 34000), so
+    the portal is read between Flushes."""
     sock = startup(wire.port, database=wire.dbname)
     until_ready(sock)
     sql = "SELECT CASE WHEN i < 150000 THEN i ELSE error('boom') END FROM range(200000) t(i)"
-    sock.sendall(_parse_bind(sql, "p") + _execute("p", 10) + SYNC)
-    assert _summary(until_ready(sock)) == ["1", "2", "D*10", "s", "Z"]
-    sock.sendall(_query("SELECT 42"))
-    assert _summary(until_ready(sock)) == ["T", "D*1", "C SELECT 1", "Z"]
+    sock.sendall(_parse_bind(sql, "p") + _execute("p", 10) + _msg(b"H", b""))
+    assert _summary([read_message(sock) for _ in range(13)]) == ["1", "2", "D*10", "s"]
+    other = _parse_bind("SELECT 42", "q") + _execute("q", 0)
+    sock.sendall(other + _msg(b"H", b""))
+    assert _summary([read_message(sock) for _ in range(4)]) == ["1", "2", "D*1", "C SELECT 1"]
     sock.sendall(_execute("p", 0) + SYNC)
     rest = _summary(until_ready(sock))  # the rows read before the failure, then the error
     assert rest[0].startswith("D*") and rest[1:] == ["E 22023", "Z"], rest
     assert 1000 < int(rest[0][2:]) < 150000 - 10
+    sock.sendall(_execute("p", 0) + SYNC)  # Sync ended it
+    assert _summary(until_ready(sock)) == ["E 34000", "Z"]
     sock.close()
 
 
