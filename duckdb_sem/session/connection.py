@@ -38,6 +38,7 @@ from duckdb_sem.scheduler.models import DEFAULT_MODEL, Models
 from duckdb_sem.session import factory
 from duckdb_sem.session.caller_scope import call_in_caller_scope
 from duckdb_sem.session.explain import explain_semantic
+from duckdb_sem.session.prepared import PreparedTexts
 from duckdb_sem.session.relation import SemRelation
 from duckdb_sem.session.result import PlannedStream
 from duckdb_sem.session.run import count_table, open_rows, write_rows
@@ -119,6 +120,7 @@ class SemConnection:
         self._sources = SourceRegistry(self)  # caller-scope DataFrames, table functions
         self._router = Router(con, check_model=self.models.check,
                               ensure_typed_map=session.ensure_typed_map)  # fmt: skip
+        self._sql_prepared = PreparedTexts(self._router.is_semantic)  # SQL PREPARE of sem_* SQL
         # routes of statements not yet fetched, so a fetch need not plan them again;
         # forgotten whenever a statement that is not a planned query runs (it may be DDL)
         self._plans: OrderedDict[str, Route] = OrderedDict()
@@ -145,8 +147,23 @@ class SemConnection:
         (a write statement runs now, as in DuckDB). ``tree``: the sqlglot AST of ``query``
         when the caller parsed it already (the wire server's Postgres pushdown), so the
         statement is not parsed again. A statement DuckDB runs alone goes to it from the
-        caller's scope (:mod:`.caller_scope`), so its variables are found as DuckDB finds them."""
+        caller's scope (:mod:`.caller_scope`), so its variables are found as DuckDB finds them.
+        A write that fails aborts the transaction it ran in, as DuckDB's ``sql`` does (a query
+        that fails to bind does not)."""
         self.discard_results()
+        try:
+            return self._sql(query, alias=alias, params=params, tree=tree)
+        except SemError as err:
+            if _writes(query):
+                abort_user_transaction(self._con, err)
+            raise
+
+    def _sql(
+        self, query: str, *, alias: str, params: Sequence[Any] | None, tree: Any
+    ) -> SemRelation:
+        if (run := self._sql_prepared.expand(query, self._arguments)) is not None:
+            query, params, tree = run[0], run[1], None  # EXECUTE of a semantic PREPARE
+        query = self._sql_prepared.note(query)
         written = query
         query = normalize_aliases(query, models=self.models.names())
         explained = self._maybe_explain(query)
@@ -182,6 +199,11 @@ class SemConnection:
     query = sql
     from_query = sql
 
+    def _arguments(self, args: str) -> Sequence[Any]:
+        """The values of an ``EXECUTE``'s argument list."""
+        rows = self.translating(self._con.sql)(f"SELECT {args}").fetchall()
+        return tuple(rows[0]) if rows else ()
+
     def execute(
         self, query: str | duckdb.Statement, parameters: Sequence[Any] | None = None
     ) -> SemConnection:
@@ -206,6 +228,9 @@ class SemConnection:
                 self._raw_pending = True
                 return self
             query = query.query
+        if (expanded := self._sql_prepared.expand(query, self._arguments)) is not None:
+            query, parameters = expanded  # EXECUTE of a semantic PREPARE: its statement
+        query = self._sql_prepared.note(query)
         query = normalize_aliases(query, models=self.models.names())
         explained = self._maybe_explain(query)
         if explained is not None:
@@ -529,9 +554,13 @@ class SemConnection:
                 raise PlanError(f"not a planned statement: {route.why}")
             query = self.session.new_query(on_progress=self.on_progress, budget=self.budget)
             transaction = StatementTransaction(self._con)
-        except BaseException:
+        except BaseException as err:
             if held is not None:
                 self._sources.set_aside(held)
+            # it failed as it ran: as a DuckDB runtime error, it aborts the user's transaction
+            # (a binding error found only now does not, as DuckDB's binder errors in sql())
+            if isinstance(err, SemError) and not isinstance(err, BindError):
+                abort_user_transaction(self._con, err)
             raise
         if held is not None:
             transaction.on_end(lambda: self._sources.set_aside(held))
@@ -689,3 +718,17 @@ def _check_setting(name: str) -> None:
             f"unknown setting duckdb_sem.{name}; the settings are "
             + ", ".join(f"duckdb_sem.{s}" for s in (*BUDGET_SETTINGS, *APPROXIMATION_SETTINGS))
         )
+
+
+_READS = {duckdb.StatementType.SELECT, duckdb.StatementType.EXPLAIN,
+          duckdb.StatementType.RELATION}  # fmt: skip
+
+
+def _writes(query: str) -> bool:
+    """Whether ``query`` is a statement ``con.sql`` runs at once (not a query): its failure
+    aborts the transaction in DuckDB."""
+    try:
+        statements = duckdb.extract_statements(query)
+    except duckdb.Error:
+        return True  # DuckDB's own parser error aborts too
+    return any(s.type not in _READS for s in statements)

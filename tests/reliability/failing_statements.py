@@ -68,8 +68,6 @@ _FAILURES = [
 #: the same failures in the explicit form a plain connection with ``install(con)`` reads
 _EXPLICIT = [
     ("output type, no column", "sem_map('abc', 'x') IS NOT NULL", "sem_map('abc', 'x')", None),
-    ("output type", "sem_map('{0} x', text, 'NOPE') IS NULL", "sem_map('{0} x', text, 'NOPE')",
-     None),
     ("template field", "sem_filter('{3} good', text)", "sem_map('{1} short', text)", None),
     ("unbound template", "sem_filter('{text} good')", "sem_map('{text} short')", None),
     ("unknown model", "sem_filter('{0} good', text, model := 'nosuch')",
