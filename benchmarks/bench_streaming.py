@@ -48,7 +48,7 @@ def one(rows_total: int, batch_rows: int) -> dict[str, float]:
         rows += batch.num_rows
         batches += 1
         peak_arrow = max(peak_arrow, pa.total_allocated_bytes())
-    progress = con.query_progress()
+    progress = con.semantic_progress()
     return {
         "rows": rows_total, "table_mib": table_mib, "rows_out": rows, "arrow_batches": batches,
         "seus": progress.batches_done, "seconds": time.perf_counter() - started,
