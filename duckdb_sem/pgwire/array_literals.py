@@ -22,7 +22,7 @@ from typing import Any
 import duckdb
 from duckdb import sqltypes as t
 
-from duckdb_sem.pgwire.lexer import mask_strings
+from duckdb_sem.pgwire.lexer import constant_value, mask_strings
 from duckdb_sem.pgwire.text_input import parse_array
 
 __all__ = ["bind_array_params", "rewrite_array_literals"]
@@ -34,13 +34,6 @@ _TYPE = (
 _CAST_OP = re.compile(r"__dsem_str_(?P<n>\d+)__\s*::\s*" + _TYPE, re.I)
 _CAST_CALL = re.compile(r"\bCAST\s*\(\s*__dsem_str_(?P<n>\d+)__\s+AS\s+" + _TYPE + r"\)", re.I)
 _ARRAY_OPERAND = re.compile(r"\b(?:ANY|ALL|SOME|unnest)\s*\(\s*\$(\d+)\s*\)", re.I)
-
-
-def _content(raw: str) -> str | None:
-    """The value of a plain string constant (``E''`` and dollar quotes: None, left alone)."""
-    if len(raw) >= 2 and raw[0] == raw[-1] == "'":
-        return raw[1:-1].replace("''", "'")
-    return None
 
 
 def _list_sql(items: list[Any], strings: list[str]) -> str:
@@ -62,7 +55,7 @@ def rewrite_array_literals(masked: str, strings: list[str]) -> str:
     A constant that is not an array literal is left as it is (DuckDB's cast reports it)."""
 
     def replace(match: re.Match[str]) -> str:
-        text = _content(strings[int(match["n"])])
+        text = constant_value(strings[int(match["n"])])
         if text is None or not text.lstrip().startswith(("{", "[")):
             return match.group(0)
         try:

@@ -17,6 +17,8 @@ import base64
 import binascii
 import re
 
+from duckdb_sem.pgwire.lexer import constant_value
+
 __all__ = ["pg_bytea", "rewrite_bytea_literals"]
 
 _STR = r"__dsem_str_(?P<n>\d+)__"
@@ -55,12 +57,6 @@ def _decode(text: str, fmt: str) -> bytes:
     raise ValueError(f"unrecognized encoding: {fmt!r}")
 
 
-def _content(raw: str) -> str | None:
-    if len(raw) >= 2 and raw[0] == raw[-1] == "'":
-        return raw[1:-1].replace("''", "'")
-    return None
-
-
 def rewrite_bytea_literals(masked: str, strings: list[str]) -> str:
     """``masked`` (see :func:`~duckdb_sem.pgwire.lexer.mask_strings`) with each bytea constant
     written as ``from_hex`` of PostgreSQL's bytes; new constants are appended to ``strings``."""
@@ -70,14 +66,17 @@ def rewrite_bytea_literals(masked: str, strings: list[str]) -> str:
         return f"from_hex(__dsem_str_{len(strings) - 1}__)"
 
     def cast(match: re.Match[str]) -> str:
-        text = _content(strings[int(match["n"])])
+        text = constant_value(strings[int(match["n"])])
         try:
             return match.group(0) if text is None else literal(pg_bytea(text))
         except ValueError:
             return match.group(0)
 
     def decode(match: re.Match[str]) -> str:
-        text, fmt = _content(strings[int(match["n"])]), _content(strings[int(match["f"])])
+        text, fmt = (
+            constant_value(strings[int(match["n"])]),
+            constant_value(strings[int(match["f"])]),
+        )
         if text is None or fmt is None:
             return match.group(0)
         try:

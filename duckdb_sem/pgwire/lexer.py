@@ -19,7 +19,15 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Literal
 
-__all__ = ["Token", "mask_strings", "split_statements", "strip_comments", "tokens", "unmask"]
+__all__ = [
+    "Token",
+    "constant_value",
+    "mask_strings",
+    "split_statements",
+    "strip_comments",
+    "tokens",
+    "unmask",
+]
 
 _DOLLAR = re.compile(r"\$([A-Za-z_\x80-\U0010ffff][\w\x80-\U0010ffff]*)?\$")
 Kind = Literal["code", "string", "ident", "comment", "semicolon"]
@@ -148,3 +156,11 @@ def mask_strings(sql: str) -> tuple[str, list[str]]:
 
 def unmask(sql: str, strings: list[str]) -> str:
     return re.sub(r"__dsem_str_(\d+)__", lambda m: strings[int(m.group(1))], sql)
+
+
+def constant_value(raw: str) -> str | None:
+    """The value of a plain string constant as :func:`mask_strings` keeps it (``'it''s'``:
+    ``it's``); None for ``E''`` strings and dollar quotes, which callers leave alone."""
+    if len(raw) >= 2 and raw[0] == raw[-1] == "'":
+        return raw[1:-1].replace("''", "'")
+    return None
