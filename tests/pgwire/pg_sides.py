@@ -8,7 +8,7 @@ from typing import Any
 
 import psycopg
 
-__all__ = ["Seen", "Side"]
+__all__ = ["Seen", "Side", "play_once"]
 
 
 @dataclass
@@ -55,3 +55,12 @@ class Side:
     def close(self) -> None:
         for con in self.sessions.values():
             con.close()
+
+
+def play_once(dsn: str, setup: list[str], steps: list[tuple[str, str]]) -> list[Seen]:
+    """``steps`` on two fresh sessions of the server at ``dsn``, after ``setup``."""
+    side = Side(dsn, setup)
+    try:
+        return side.play(steps)
+    finally:
+        side.close()

@@ -18,7 +18,7 @@ from typing import Any
 import psycopg
 import pytest
 from conftest import PG_DSN, WireProcess, wire_server
-from pg_sides import Seen, Side
+from pg_sides import Seen, Side, play_once
 
 pytestmark = pytest.mark.integration
 
@@ -186,14 +186,15 @@ def test_a_source_dropped_meanwhile_aborts_the_transaction_and_commit_says_rollb
 ) -> None:
     # issue 44: the replay failed (42P01), then COMMIT said COMMIT and the 4 rows were gone.
     # (PostgreSQL's DROP would wait for the reader's lock: no oracle run here)
-    ours = Side(
+    seen = play_once(
         wire.dsn(),
-        ["DROP TABLE IF EXISTS dst", "DROP TABLE IF EXISTS src",
-         "CREATE TABLE src AS SELECT range::INTEGER AS id FROM range(4)",
-         "CREATE TABLE dst (id INTEGER)"],
-    )  # fmt: skip
-    try:
-        seen = ours.play([
+        [
+            "DROP TABLE IF EXISTS dst",
+            "DROP TABLE IF EXISTS src",
+            "CREATE TABLE src AS SELECT range::INTEGER AS id FROM range(4)",
+            "CREATE TABLE dst (id INTEGER)",
+        ],
+        [
             ("a", "BEGIN"),
             ("a", "INSERT INTO dst SELECT id FROM src"),
             ("b", "DROP TABLE src"),
@@ -202,9 +203,8 @@ def test_a_source_dropped_meanwhile_aborts_the_transaction_and_commit_says_rollb
             ("a", "ROLLBACK TO SAVEPOINT s"),
             ("a", "COMMIT"),
             ("b", "SELECT count(*) FROM dst"),
-        ])  # fmt: skip
-    finally:
-        ours.close()
+        ],
+    )
     assert seen[1].status == "INSERT 0 4"
     assert seen[5].sqlstate == "40001"
     assert seen[6].status == "ROLLBACK"  # the client learns the 4 rows were not committed
@@ -258,9 +258,10 @@ def test_serializable_is_refused_in_words_a_client_sees(sides: Any) -> None:
 def test_a_concurrent_commit_of_reads_only_does_not_fail_a_savepoint(wire: WireProcess) -> None:
     # psycopg outside autocommit wraps every SELECT in BEGIN/COMMIT: such commits change
     # nothing, so they must not make other sessions' ROLLBACK TO fail
-    ours = Side(wire.dsn(), ["DROP TABLE IF EXISTS dst", "CREATE TABLE dst (id INTEGER)"])
-    try:
-        seen = ours.play([
+    seen = play_once(
+        wire.dsn(),
+        ["DROP TABLE IF EXISTS dst", "CREATE TABLE dst (id INTEGER)"],
+        [
             ("a", "BEGIN"),
             ("a", "INSERT INTO dst VALUES (1)"),
             ("b", "BEGIN"),
@@ -271,9 +272,8 @@ def test_a_concurrent_commit_of_reads_only_does_not_fail_a_savepoint(wire: WireP
             ("a", "ROLLBACK TO SAVEPOINT s"),
             ("a", "COMMIT"),
             ("b", "SELECT id FROM dst"),
-        ])  # fmt: skip
-    finally:
-        ours.close()
+        ],
+    )
     assert [s.sqlstate for s in seen] == [None] * 10
     assert seen[-1].rows == [(1,)]
 
@@ -308,36 +308,41 @@ def test_set_local_and_a_rolled_back_set_end_with_their_transaction(sides: Any) 
 
 
 def test_set_local_of_a_budget_ends_with_its_transaction(wire: WireProcess) -> None:
-    ours = Side(wire.dsn(), [])
-    try:
-        seen = ours.play([
+    seen = play_once(
+        wire.dsn(),
+        [],
+        [
             ("a", "SHOW duckdb_sem.max_llm_calls"),
             ("a", "BEGIN"),
             ("a", "SET LOCAL duckdb_sem.max_llm_calls = 3"),
             ("a", "SHOW duckdb_sem.max_llm_calls"),
             ("a", "ROLLBACK"),
             ("a", "SHOW duckdb_sem.max_llm_calls"),
-        ])  # fmt: skip
-    finally:
-        ours.close()
+        ],
+    )
     assert seen[3].rows == [("3",)]
     assert seen[5].rows == seen[0].rows != [("3",)]
 
 
 def test_sql_prepare_of_a_semantic_statement_over_the_wire(wire: WireProcess) -> None:
-    ours = Side(wire.dsn(), ["DROP TABLE IF EXISTS r",
-                             "CREATE TABLE r AS SELECT * FROM (VALUES (1, 'a good film'), "
-                             "(2, 'dull'), (3, 'good acting')) v(id, text)"])  # fmt: skip
-    try:
-        seen = ours.play([
-            ("a", "PREPARE p (INTEGER) AS SELECT id FROM r WHERE id > $1 "
-                  "AND sem_filter('{text} is positive') ORDER BY id"),
+    seen = play_once(
+        wire.dsn(),
+        [
+            "DROP TABLE IF EXISTS r",
+            "CREATE TABLE r AS SELECT * FROM (VALUES (1, 'a good film'), "
+            "(2, 'dull'), (3, 'good acting')) v(id, text)",
+        ],
+        [
+            (
+                "a",
+                "PREPARE p (INTEGER) AS SELECT id FROM r WHERE id > $1 "
+                "AND sem_filter('{text} is positive') ORDER BY id",
+            ),
             ("a", "EXECUTE p(0)"),
             ("a", "EXECUTE p(1)"),
             ("a", "DEALLOCATE p"),
             ("a", "EXECUTE p(0)"),
-        ])  # fmt: skip
-    finally:
-        ours.close()
+        ],
+    )
     assert seen[1].rows == [(1,), (3,)] and seen[2].rows == [(3,)]
     assert seen[4].sqlstate is not None
